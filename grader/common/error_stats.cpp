@@ -1,0 +1,77 @@
+#include "error_stats.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace grading {
+
+std::string shape_string(const Shape& shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+std::string ErrorStats::index_string(long flat) const {
+  if (flat < 0) return "[-]";
+  Shape idx(shape.size());
+  for (std::size_t k = shape.size(); k-- > 0;) {
+    idx[k] = flat % shape[k];
+    flat /= shape[k];
+  }
+  return shape_string(idx);
+}
+
+std::string ErrorStats::summary() const {
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "max abs %.3e (at %s: got %.6g, ref %.6g), max rel %.3e, p50 %.3e, p99 %.3e, "
+                "NaN/Inf %ld of %ld",
+                max_abs, index_string(worst).c_str(), worst_got, worst_ref, max_rel, p50_abs,
+                p99_abs, bad_count, count);
+  return buf;
+}
+
+ErrorStats compare(const double* got, const double* ref, std::size_t n, Shape shape,
+                   double rel_floor) {
+  ErrorStats s;
+  s.shape = std::move(shape);
+  s.count = long(n);
+  std::vector<double> abs_errors;
+  abs_errors.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const double g = got[i], r = ref[i];
+    if (!std::isfinite(g) || !std::isfinite(r)) {
+      // Non-finite values must match exactly (-inf LSE for an empty row); NaN never matches.
+      if (!(g == r)) {
+        if (s.bad_count++ == 0) {
+          s.worst = long(i);
+          s.worst_got = g;
+          s.worst_ref = r;
+        }
+      }
+      continue;
+    }
+    const double e = std::abs(g - r);
+    abs_errors.push_back(e);
+    s.max_rel = std::max(s.max_rel, e / std::max(std::abs(r), rel_floor));
+    if (s.bad_count == 0 && (s.worst < 0 || e > s.max_abs)) {
+      s.worst = long(i);
+      s.worst_got = g;
+      s.worst_ref = r;
+    }
+    s.max_abs = std::max(s.max_abs, e);
+  }
+  if (!abs_errors.empty()) {
+    auto pct = [&](double p) {
+      const std::size_t k = std::min(abs_errors.size() - 1, std::size_t(p * abs_errors.size()));
+      std::nth_element(abs_errors.begin(), abs_errors.begin() + long(k), abs_errors.end());
+      return abs_errors[k];
+    };
+    s.p50_abs = pct(0.50);
+    s.p99_abs = pct(0.99);
+  }
+  return s;
+}
+
+}  // namespace grading

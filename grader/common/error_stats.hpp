@@ -1,0 +1,47 @@
+// The one error-statistics helper of the course: every grader, test and report uses it.
+//
+// Compares a result against a reference element by element and summarises the error the way
+// the lectures talk about it: max abs, max rel, p50 and p99 of the abs error, how many NaN or
+// Inf the result holds where the reference has none, and where the worst element is.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace grading {
+
+// A tensor's shape, outermost first, e.g. {B, H, N, d} or {rows, cols}.
+using Shape = std::vector<long>;
+
+struct ErrorStats {
+  double max_abs = 0;      // max |got - ref| over elements where both are finite
+  double max_rel = 0;      // max |got - ref| / max(|ref|, rel_floor)
+  double p50_abs = 0;      // median of |got - ref|
+  double p99_abs = 0;      // 99th percentile of |got - ref|
+  long bad_count = 0;      // elements that are NaN/Inf in got but not equal to ref (a -inf
+                           // reference matched by -inf is fine; a NaN is never fine)
+  long count = 0;          // elements compared
+  long worst = -1;         // flat index of the element with the largest abs error (or first bad)
+  double worst_got = 0, worst_ref = 0;
+  Shape shape;
+
+  // "max abs 1.2e-03 (at [0, 3, 17]: got 0.51, ref 0.5088), max rel ..., p50 ..., p99 ..."
+  std::string summary() const;
+  // The multi-index of a flat index in `shape`, as "[i, j, ...]".
+  std::string index_string(long flat) const;
+};
+
+// rel_floor keeps the relative error meaningful near zero (|ref| below it counts as it).
+ErrorStats compare(const double* got, const double* ref, std::size_t n, Shape shape,
+                   double rel_floor = 1e-6);
+
+template <class Container>
+ErrorStats compare(const Container& got, const Container& ref, Shape shape,
+                   double rel_floor = 1e-6) {
+  return compare(got.data(), ref.data(), std::size_t(ref.size()), std::move(shape), rel_floor);
+}
+
+std::string shape_string(const Shape& shape);
+
+}  // namespace grading

@@ -1,0 +1,54 @@
+// Tests of the grading harness's own pieces: the error statistics and the tolerance table.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "error_stats.hpp"
+#include "tolerances.hpp"
+
+using namespace grading;
+
+TEST_CASE("error statistics: max abs, max rel, percentiles and the worst index") {
+  std::vector<double> ref(100), got(100);
+  for (int i = 0; i < 100; ++i) {
+    ref[i] = 1.0 + i;
+    got[i] = ref[i] + (i == 37 ? 0.5 : 1e-3 * (i % 10));
+  }
+  const ErrorStats s = compare(got, ref, {10, 10});
+  CHECK(s.max_abs == doctest::Approx(0.5));
+  CHECK(s.worst == 37);
+  CHECK(s.index_string(s.worst) == "[3, 7]");
+  CHECK(s.max_rel == doctest::Approx(0.5 / 38));
+  CHECK(s.p50_abs == doctest::Approx(5e-3));
+  CHECK(s.p99_abs == doctest::Approx(0.5));
+  CHECK(s.bad_count == 0);
+  CHECK(s.summary().find("[3, 7]") != std::string::npos);
+}
+
+TEST_CASE("error statistics: NaN is always bad, a matching -inf is not") {
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> ref = {-inf, 1.0, 2.0, -inf};
+  std::vector<double> got = {-inf, 1.0, std::nan(""), 0.0};
+  const ErrorStats s = compare(got, ref, {4});
+  CHECK(s.bad_count == 2);
+  CHECK(s.worst == 2);  // the first bad element
+  CHECK(s.max_abs == 0.0);
+}
+
+TEST_CASE("tolerance bands: every dtype and quantity has one, with a reason") {
+  for (auto q : {Quantity::probability, Quantity::lse, Quantity::output})
+    for (const char* dt : {"fp64", "fp32", "bf16", "fp16"}) {
+      const Band& b = band_for(q, dt);
+      CHECK(std::string(b.reason).size() > 20);
+      CHECK(b.floor > 0);
+    }
+  CHECK_THROWS(band_for(Quantity::output, "fp8"));
+  const Tolerance t = tolerance(Quantity::output, "bf16", 1e-2, 4.0);
+  CHECK(t.limit == doctest::Approx(2 * 1e-2 + 0x1p-8 * 4.0));
+  CHECK(t.explain.find("bf16") != std::string::npos);
+  // fp64 ignores the plain baseline: its band is rounding noise only.
+  CHECK(tolerance(Quantity::output, "fp64", 1.0, 1.0).limit == doctest::Approx(1e-12));
+}

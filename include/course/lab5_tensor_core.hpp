@@ -1,0 +1,40 @@
+// Lab 5 API (beyond): a tensor-core FlashAttention-2 forward kernel (mma.sync m16n8k16).
+//
+// Implemented by labs/lab5_tensor_core/ (you) and solutions/lab5_tensor_core/.
+// Plain C++ header: callable from host code compiled without nvcc.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "course/lab4_cuda.hpp"  // AttentionShape
+
+namespace course::lab5 {
+
+enum class DType { bf16, fp16 };
+
+// The staircase of versions that lecture 5 walks through; each is a kernel that is kept,
+// graded for correctness and benchmarked. `best` is the shipped one.
+enum class Version {
+  mma_only,        // 1: mma.sync with fragments loaded element by element from shared memory
+  ldmatrix,        // 2: + ldmatrix (and ldmatrix.trans for V)
+  swizzle,         // 3: + XOR-swizzled shared memory, no bank conflicts
+  pipelined,       // 4: + cp.async, two shared-memory stages
+  register_p,      // 5: + P kept in registers as the A operand of P.V, exp2 with scale folded
+  best = register_p,
+};
+
+struct ForwardOptions {
+  bool causal = false;   // bottom-right aligned, as in lab 4
+  float scale = 0.0f;    // 0 means 1/sqrt(d)
+  Version version = Version::best;
+  cudaStream_t stream = nullptr;
+};
+
+// Q [B, H, Nq, d], K, V [B, H, Nk, d], O [B, H, Nq, d] device pointers of dtype (bf16 or fp16),
+// lse [B, H, Nq] device floats. d = 64 or 128; any N >= 1. Throws course::BadInput for bad
+// input and std::runtime_error for a failed CUDA call.
+void flash_attention_forward(const void* Q, const void* K, const void* V, void* O, float* lse,
+                             DType dtype, const lab4::AttentionShape& shape,
+                             const ForwardOptions& options);
+
+}  // namespace course::lab5

@@ -1,0 +1,60 @@
+// The fp64 reference: row softmax, log-sum-exp and attention, written for obviousness, not
+// speed. It materialises the full score matrix S. Nothing here calls lab or solution code.
+//
+// Templated on the real type R so that its own tests can check it against long double.
+#pragma once
+
+#include <Eigen/Core>
+
+namespace reference {
+
+template <class R>
+using Mat = Eigen::Matrix<R, Eigen::Dynamic, Eigen::Dynamic>;
+template <class R>
+using Vec = Eigen::Matrix<R, Eigen::Dynamic, 1>;
+
+// log sum_j exp(x[r, j]) per row, shifted by the row max. -inf for all -inf or empty rows.
+template <class R>
+Vec<R> logsumexp_rows(const Mat<R>& x);
+
+// exp(x[r, j] - lse[r]) per row; a row with no finite entry gives zeros.
+template <class R>
+Mat<R> softmax_rows(const Mat<R>& x);
+
+// Causal mask aligned to the bottom-right: query i of Nq sees key j of Nk iff j <= i + Nk - Nq.
+inline bool causal_sees(Eigen::Index i, Eigen::Index j, Eigen::Index Nq, Eigen::Index Nk) {
+  return j <= i + Nk - Nq;
+}
+
+// S = scale * Q K^T, with masked entries set to -inf when causal.
+template <class R>
+Mat<R> scores(const Mat<R>& Q, const Mat<R>& K, R scale, bool causal);
+
+template <class R>
+struct Attention {
+  Mat<R> O;    // [Nq, d]; rows that see no key are 0
+  Vec<R> lse;  // [Nq]; -inf for rows that see no key
+};
+
+// softmax(scale * Q K^T [masked]) V and the row LSE of the scaled, masked scores.
+template <class R>
+Attention<R> attention(const Mat<R>& Q, const Mat<R>& K, const Mat<R>& V, R scale, bool causal);
+
+// "Plain" implementations in storage type T with T's usual arithmetic (fp32 accumulation for
+// bf16/fp16, as PyTorch's unfused math path does): every intermediate (S, P, O) rounded to T.
+// They are the yardstick of the tolerance bands (FlashAttention's own test rule: a fused
+// kernel may err at most a small multiple of what this straightforward code errs).
+// Inputs and outputs are doubles holding T values.
+template <class T>
+Mat<double> plain_softmax_rows(const Mat<double>& x);
+template <class T>
+Vec<double> plain_logsumexp_rows(const Mat<double>& x);
+template <class T>
+Attention<double> plain_attention(const Mat<double>& Q, const Mat<double>& K,
+                                  const Mat<double>& V, double scale, bool causal);
+
+// Round every element to T and back: the inputs every lab actually sees.
+template <class T>
+Mat<double> round_to(const Mat<double>& x);
+
+}  // namespace reference

@@ -1,0 +1,70 @@
+#include "reference/data.hpp"
+
+#include <cmath>
+#include <limits>
+#include <numbers>
+
+namespace reference {
+
+namespace {
+std::uint64_t mix(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+// FNV-1a, so that a label gives the same stream everywhere.
+std::uint64_t hash(std::string_view s) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ULL;
+  return h;
+}
+}  // namespace
+
+Rng::Rng(std::uint64_t seed, std::string_view label) : state_(mix(seed) ^ hash(label)) {}
+
+std::uint64_t Rng::next_u64() { return mix(state_ += 0x9e3779b97f4a7c15ULL); }
+
+double Rng::uniform() { return double(next_u64() >> 11) * 0x1.0p-53; }
+
+double Rng::normal() {
+  const double u1 = 1.0 - uniform();  // in (0, 1], so log is finite
+  const double u2 = uniform();
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+}
+
+int Rng::uniform_int(int lo, int hi) {
+  return lo + int(next_u64() % std::uint64_t(hi - lo + 1));
+}
+
+const char* to_string(Distribution d) {
+  switch (d) {
+    case Distribution::normal: return "normal";
+    case Distribution::large_logits: return "large_logits";
+    case Distribution::outliers: return "outliers";
+    case Distribution::masked: return "masked";
+  }
+  return "?";
+}
+
+Eigen::MatrixXd random_matrix(Eigen::Index rows, Eigen::Index cols, Distribution dist, Rng& rng) {
+  Eigen::MatrixXd x(rows, cols);
+  const double neg_inf = -std::numeric_limits<double>::infinity();
+  for (Eigen::Index r = 0; r < rows; ++r)
+    for (Eigen::Index c = 0; c < cols; ++c) {
+      double v = rng.normal();
+      switch (dist) {
+        case Distribution::normal: break;
+        case Distribution::large_logits: v *= 1e4; break;
+        case Distribution::outliers:
+          if (rng.uniform() < 0.01) v = rng.uniform() < 0.5 ? 30.0 : -30.0;
+          break;
+        case Distribution::masked:
+          if (r == 0 || rng.uniform() < 0.3) v = neg_inf;
+          break;
+      }
+      x(r, c) = v;
+    }
+  return x;
+}
+
+}  // namespace reference

@@ -1,0 +1,128 @@
+// The reference's own tests: closed forms that need no other implementation, and agreement
+// with the same code in long double. If these fail, no grade means anything.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "reference/data.hpp"
+#include "reference/reference.hpp"
+
+using reference::Mat;
+using reference::Vec;
+using Md = Mat<double>;
+
+namespace {
+const double kInf = std::numeric_limits<double>::infinity();
+
+Md normal(Eigen::Index r, Eigen::Index c, const char* label) {
+  reference::Rng rng(7, label);
+  return reference::random_matrix(r, c, reference::Distribution::normal, rng);
+}
+}  // namespace
+
+TEST_CASE("softmax of a row of equal entries is uniform") {
+  Md x = Md::Constant(2, 5, 3.25);
+  const Md y = reference::softmax_rows(x);
+  CHECK((y.array() - 0.2).abs().maxCoeff() < 1e-16);
+  CHECK(std::abs(reference::logsumexp_rows(x)(0) - (3.25 + std::log(5.0))) < 1e-15);
+}
+
+TEST_CASE("logsumexp does not overflow at logits of 1e4 and handles -inf") {
+  Md x(3, 3);
+  x << 1e4, 1e4, -kInf,     //
+      -1e4, -1e4 - 1, -1e4,  //
+      -kInf, -kInf, -kInf;
+  const Vec<double> lse = reference::logsumexp_rows(x);
+  CHECK(lse(0) == doctest::Approx(1e4 + std::log(2.0)).epsilon(1e-15));
+  CHECK(lse(1) == doctest::Approx(-1e4 + std::log(2.0 + std::exp(-1.0))).epsilon(1e-15));
+  CHECK(lse(2) == -kInf);
+  const Md y = reference::softmax_rows(x);
+  CHECK(y.row(2).isZero());
+  CHECK(y(0, 2) == 0.0);
+}
+
+TEST_CASE("attention with all keys equal returns the mean of V") {
+  const Md Q = normal(4, 8, "q");
+  const Md K = Md::Ones(6, 1) * normal(1, 8, "k");  // six copies of one key
+  const Md V = normal(6, 8, "v");
+  const auto a = reference::attention<double>(Q, K, V, 0.5, false);
+  for (Eigen::Index i = 0; i < 4; ++i)
+    CHECK((a.O.row(i) - V.colwise().mean()).cwiseAbs().maxCoeff() < 1e-14);
+}
+
+TEST_CASE("attention with one dominant key returns that key's value") {
+  const Md Q = Md::Ones(3, 4);
+  Md K = Md::Zero(5, 4);
+  K.row(2).setConstant(100.0);  // score 400 * scale against 0 for the others
+  const Md V = normal(5, 4, "v");
+  const auto a = reference::attention<double>(Q, K, V, 1.0, false);
+  for (Eigen::Index i = 0; i < 3; ++i) CHECK((a.O.row(i) - V.row(2)).cwiseAbs().maxCoeff() < 1e-15);
+  CHECK(a.lse(0) == doctest::Approx(400.0));
+}
+
+TEST_CASE("attention with d = 1 matches a hand computation") {
+  Md Q(1, 1), K(2, 1), V(2, 1);
+  Q << 1.0;
+  K << 0.0, std::log(3.0);  // weights 1 : 3
+  V << 2.0, 6.0;
+  const auto a = reference::attention<double>(Q, K, V, 1.0, false);
+  CHECK(a.O(0, 0) == doctest::Approx((2.0 * 1 + 6.0 * 3) / 4));
+  CHECK(a.lse(0) == doctest::Approx(std::log(4.0)));
+}
+
+TEST_CASE("causal mask is aligned bottom-right; rows with no key give O = 0 and LSE = -inf") {
+  CHECK(reference::causal_sees(0, 0, 4, 4));
+  CHECK_FALSE(reference::causal_sees(0, 1, 4, 4));
+  CHECK(reference::causal_sees(0, 2, 2, 4));       // Nq < Nk: the first query sees Nk - Nq + 1 keys
+  CHECK_FALSE(reference::causal_sees(0, 0, 5, 3));  // Nq > Nk: the first two queries see nothing
+  CHECK_FALSE(reference::causal_sees(1, 0, 5, 3));
+  CHECK(reference::causal_sees(2, 0, 5, 3));
+  const auto a = reference::attention<double>(normal(5, 4, "q"), normal(3, 4, "k"),
+                                              normal(3, 4, "v"), 0.5, true);
+  CHECK(a.O.row(0).isZero());
+  CHECK(a.O.row(1).isZero());
+  CHECK(a.lse(0) == -kInf);
+  CHECK(a.lse(1) == -kInf);
+  CHECK(std::isfinite(a.lse(2)));
+  CHECK_FALSE(a.O.hasNaN());
+}
+
+TEST_CASE("fp64 reference agrees with the same computation in long double") {
+  for (bool causal : {false, true}) {
+    const Md Q = normal(65, 16, "q"), K = normal(70, 16, "k"), V = normal(70, 16, "v");
+    const auto a = reference::attention<double>(Q, K, V, 0.25, causal);
+    const auto b = reference::attention<long double>(Q.cast<long double>(), K.cast<long double>(),
+                                                     V.cast<long double>(), 0.25L, causal);
+    CHECK((a.O - b.O.cast<double>()).cwiseAbs().maxCoeff() < 1e-14);
+    CHECK((a.lse - b.lse.cast<double>()).cwiseAbs().maxCoeff() < 1e-14);
+  }
+}
+
+TEST_CASE("plain low-precision attention is close to, but not equal to, the fp64 one") {
+  const Md Q = normal(32, 16, "q"), K = normal(40, 16, "k"), V = normal(40, 16, "v");
+  const auto exact = reference::attention<double>(Q, K, V, 0.25, false);
+  const auto bf = reference::plain_attention<Eigen::bfloat16>(Q, K, V, 0.25, false);
+  const double err = (bf.O - exact.O).cwiseAbs().maxCoeff();
+  CHECK(err > 1e-4);  // it really rounds to bf16
+  CHECK(err < 5e-2);
+  const auto f64 = reference::plain_attention<double>(Q, K, V, 0.25, false);
+  CHECK((f64.O - exact.O).cwiseAbs().maxCoeff() < 1e-15);
+}
+
+TEST_CASE("data generator: same seed and label give the same numbers on every run") {
+  reference::Rng a(42, "x"), b(42, "x"), c(42, "y"), d(43, "x");
+  const std::uint64_t first = a.next_u64();
+  CHECK(first == b.next_u64());
+  CHECK(first != c.next_u64());
+  CHECK(first != d.next_u64());
+  reference::Rng r(1, "dist");
+  const Md big = reference::random_matrix(200, 200, reference::Distribution::normal, r);
+  CHECK(std::abs(big.mean()) < 0.02);
+  CHECK(std::abs(std::sqrt((big.array() - big.mean()).square().mean()) - 1.0) < 0.02);
+  const Md masked = reference::random_matrix(4, 50, reference::Distribution::masked, r);
+  CHECK((masked.row(0).array() == -kInf).all());
+  const Md large = reference::random_matrix(4, 50, reference::Distribution::large_logits, r);
+  CHECK(large.cwiseAbs().maxCoeff() > 1e3);
+}
