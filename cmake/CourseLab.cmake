@@ -72,6 +72,12 @@ function(course_add_lab)
            COMMAND course_runner expect --binary $<TARGET_FILE:grade_lab${n}_solution> --full-marks
                    --timeout ${L_TIMEOUT})
   set_tests_properties(lab${n}.solution_full_marks PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
+
+  # The handout's table of checks must match the grader's.
+  add_test(NAME lab${n}.readme_lists_every_check
+           COMMAND ${CMAKE_SOURCE_DIR}/grader/tests/test_readme_lists_checks.sh
+                   $<TARGET_FILE:course_runner> $<TARGET_FILE:grade_lab${n}_solution>
+                   ${CMAKE_SOURCE_DIR}/labs/${L_DIR}/README.md)
 endfunction()
 
 # The skeleton in this repository must fail every lab's first check with the message that tells

@@ -5,6 +5,7 @@
 //                        [--out DIR] [--verbose]
 //   course_runner expect --binary PATH (--full-marks | --fail CHECK [--message TEXT])
 //                        [--seed S] [--timeout SEC]
+//   course_runner list   --binary PATH      (each check's points and name)
 //
 // `grade` is what `./course grade` calls. `expect` is what the project's own tests call: the
 // solution must earn full marks, and each planted bug must fail the check it was planted for,
@@ -201,7 +202,8 @@ LabResult grade_binary(const std::string& binary, int number, const std::string&
 
   std::map<std::string, Check*> by_name;
   for (auto& c : lab.checks) by_name[c.name] = &c;
-  std::string running;  // the check that started but did not end
+  std::string running;     // the check that started but did not end
+  std::string last_ended;  // doctest reports a fatal signal as the check's end, then dies
   std::ifstream res_in(results_file);
   while (std::getline(res_in, line)) {
     const auto f = split(line, '\t');
@@ -212,8 +214,10 @@ LabResult grade_binary(const std::string& binary, int number, const std::string&
       c.seconds = std::atof(f[3].c_str());
       c.message = unescape(f[4]);
       running.clear();
+      last_ended = f[1];
     }
   }
+  if (run.signal && running.empty()) running = last_ended;
 
   std::string what;
   if (run.timed_out) what = "timed out after " + std::to_string(int(timeout_s)) + " s";
@@ -224,7 +228,8 @@ LabResult grade_binary(const std::string& binary, int number, const std::string&
     for (auto& c : lab.checks) {
       if (c.name == running) {
         c.status = "fail";
-        c.message = what + " during this check (the rest of the lab could not run)";
+        c.message = what + " during this check (the rest of the lab could not run)" +
+                    (c.message.empty() ? "" : ": " + c.message);
       } else if (c.status == "not run") {
         c.status = "fail";
         c.message = "not run: the grader " + what + (running.empty() ? "" : " in \"" + running + "\"");
@@ -236,7 +241,11 @@ LabResult grade_binary(const std::string& binary, int number, const std::string&
   for (auto& c : lab.checks) {
     if (c.parent.empty()) continue;
     auto it = by_name.find(c.parent);
-    if (it != by_name.end() && it->second->status != "pass" && c.status != "skip") {
+    if (it == by_name.end() || it->second->status == "pass") continue;
+    if (it->second->status == "skip") {
+      c.status = "skip";
+      c.message = "parent skipped: \"" + c.parent + "\": " + it->second->message;
+    } else {
       c.status = "fail";
       c.message = "parent failed: \"" + c.parent + "\"";
     }
@@ -477,7 +486,9 @@ int grade(const Args& a) {
           c.message = m.note != "-" ? m.note : "the lab did not build";
         }
       }
-      lab.problem = m.note != "-" ? m.note : "build failed: see the compiler errors above (or " + a.out + "/build.log)";
+      lab.problem = m.note != "-" ? m.note
+                                  : "build failed: see the compiler errors above (or " + a.out +
+                                        "/build-lab" + std::to_string(m.number) + ".log)";
     }
     labs.push_back(lab);
   }
@@ -534,8 +545,18 @@ int expect(const Args& a) {
 
 }  // namespace
 
+// Prints "points<TAB>name" per check: what a lab README's table of checks must list.
+int list(const Args& a) {
+  if (a.binary.empty()) usage("list needs --binary");
+  char tmpl[] = "/tmp/course_list.XXXXXX";
+  const LabResult lab = list_checks(a.binary, 0, "list", mkdtemp(tmpl));
+  for (const auto& c : lab.checks) std::printf("%d\t%s\n", c.points, c.name.c_str());
+  return lab.checks.empty() ? 1 : 0;
+}
+
 int main(int argc, char** argv) {
   const Args a = parse(argc, argv);
+  if (a.mode == "list") return list(a);
   if (a.mode == "grade") {
     if (a.manifest.empty()) usage("grade needs --manifest");
     return grade(a);

@@ -107,4 +107,18 @@ void require_no_nan_or_pos_inf(const Eigen::Ref<const Matrix<T>>& x, const std::
     }
 }
 
+// Throws BadInput unless every element is finite. For data such as Q, K and V, where even -inf
+// has no meaning: one infinite entry turns a whole row of scores into NaN (inf - inf).
+template <class T>
+void require_finite(const Eigen::Ref<const Matrix<T>>& x, const std::string& who) {
+  for (Eigen::Index r = 0; r < x.rows(); ++r)
+    for (Eigen::Index c = 0; c < x.cols(); ++c) {
+      const double v = static_cast<double>(static_cast<accum_t<T>>(x(r, c)));
+      if (!std::isfinite(v))
+        throw BadInput(who + ": element (" + std::to_string(r) + ", " + std::to_string(c) +
+                       ") is " + (std::isnan(v) ? "NaN" : v > 0 ? "+inf" : "-inf") +
+                       "; every element must be finite");
+    }
+}
+
 }  // namespace course

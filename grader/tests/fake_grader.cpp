@@ -1,0 +1,30 @@
+// A grader that misbehaves on purpose, to test that the runner contains it. Its behaviour is
+// chosen by the name it is run under: fake_ok, fake_crash, fake_hang, fake_abort, fake_skip.
+#include <csignal>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#include "grading.hpp"
+
+namespace {
+std::string mode() {
+  const char* m = std::getenv("FAKE_GRADER_MODE");
+  return m ? m : "ok";
+}
+}  // namespace
+
+TEST_CASE("first check" * grading::points(2)) { CHECK(1 + 1 == 2); }
+
+TEST_CASE("misbehaving check" * grading::points(3)) {
+  if (mode() == "crash") std::raise(SIGSEGV);
+  if (mode() == "abort") std::abort();
+  if (mode() == "hang")
+    while (true) std::this_thread::sleep_for(std::chrono::seconds(1));
+  if (mode() == "skip") grading::skip("no CUDA device: this machine has no GPU");
+  if (mode() == "fail") FAIL_CHECK("planted failure");
+}
+
+TEST_CASE("depends on the misbehaving check" * grading::points(1, "misbehaving check")) { CHECK(true); }
+
+TEST_CASE("last check" * grading::points(4)) { CHECK(true); }
