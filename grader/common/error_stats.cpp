@@ -32,6 +32,19 @@ std::string ErrorStats::summary() const {
   return buf;
 }
 
+std::string ErrorStats::nonfinite_summary() const {
+  if (bad_count == 0) return "";
+  std::string out;
+  const long nonfinite_got = bad_count - missed_inf;
+  if (nonfinite_got)
+    out += std::to_string(nonfinite_got) + " NaN/Inf where the reference has none";
+  if (missed_inf)
+    out += std::string(out.empty() ? "" : " and ") + std::to_string(missed_inf) +
+           " finite where the reference is -inf (e.g. LSE of a row that sees no key)";
+  return out + " (first at " + index_string(worst) + ": got " + std::to_string(worst_got) +
+         ", ref " + std::to_string(worst_ref) + ")";
+}
+
 ErrorStats compare(const double* got, const double* ref, std::size_t n, Shape shape,
                    double rel_floor) {
   ErrorStats s;
@@ -44,6 +57,7 @@ ErrorStats compare(const double* got, const double* ref, std::size_t n, Shape sh
     if (!std::isfinite(g) || !std::isfinite(r)) {
       // Non-finite values must match exactly (-inf LSE for an empty row); NaN never matches.
       if (!(g == r)) {
+        s.missed_inf += std::isfinite(g) && !std::isnan(r);
         if (s.bad_count++ == 0) {
           s.worst = long(i);
           s.worst_got = g;

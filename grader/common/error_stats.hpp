@@ -19,8 +19,10 @@ struct ErrorStats {
   double max_rel = 0;      // max |got - ref| / max(|ref|, rel_floor)
   double p50_abs = 0;      // median of |got - ref|
   double p99_abs = 0;      // 99th percentile of |got - ref|
-  long bad_count = 0;      // elements that are NaN/Inf in got but not equal to ref (a -inf
-                           // reference matched by -inf is fine; a NaN is never fine)
+  long bad_count = 0;      // elements where got and ref disagree about being finite: a NaN
+                           // anywhere, an inf the reference lacks, or a finite value where the
+                           // reference is -inf (a row that sees no key). -inf matched is fine.
+  long missed_inf = 0;     // of those, the ones where ref is -inf but got is finite
   long count = 0;          // elements compared
   long worst = -1;         // flat index of the element with the largest abs error (or first bad)
   double worst_got = 0, worst_ref = 0;
@@ -28,6 +30,9 @@ struct ErrorStats {
 
   // "max abs 1.2e-03 (at [0, 3, 17]: got 0.51, ref 0.5088), max rel ..., p50 ..., p99 ..."
   std::string summary() const;
+  // Why the non-finite elements are wrong, e.g. "3 NaN/Inf where the reference has none
+  // (first at [0, 5])"; empty when bad_count is 0.
+  std::string nonfinite_summary() const;
   // The multi-index of a flat index in `shape`, as "[i, j, ...]".
   std::string index_string(long flat) const;
 };

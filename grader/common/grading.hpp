@@ -30,6 +30,10 @@ std::uint64_t seed();
 // Ends the current check as skipped (e.g. no CUDA device), with the reason shown to the user.
 [[noreturn]] void skip(const std::string& reason);
 
+// Gives the current check a share of its points, between 0 and 1 (e.g. a speed check on a
+// sliding scale), with a note saying why. A check that also fails an assertion earns nothing.
+void award_fraction(double fraction, const std::string& note);
+
 // What a comparison was about, for the failure message.
 struct Case {
   std::string what;   // e.g. "softmax_rows" or "attention_forward O"

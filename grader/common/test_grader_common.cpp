@@ -34,8 +34,11 @@ TEST_CASE("error statistics: NaN is always bad, a matching -inf is not") {
   std::vector<double> got = {-inf, 1.0, std::nan(""), 0.0};
   const ErrorStats s = compare(got, ref, {4});
   CHECK(s.bad_count == 2);
-  CHECK(s.worst == 2);  // the first bad element
+  CHECK(s.missed_inf == 1);  // 0.0 where the reference is -inf
+  CHECK(s.worst == 2);       // the first bad element
   CHECK(s.max_abs == 0.0);
+  CHECK(s.nonfinite_summary().find("1 NaN/Inf where the reference has none") != std::string::npos);
+  CHECK(s.nonfinite_summary().find("1 finite where the reference is -inf") != std::string::npos);
 }
 
 TEST_CASE("tolerance bands: every dtype and quantity has one, with a reason") {

@@ -38,9 +38,11 @@ struct Check {
   std::string name;
   int points = 0;
   std::string parent;
-  std::string status = "not run";  // pass | fail | skip | not run
+  std::string status = "not run";  // pass | partial | fail | skip | not run
   std::string message;
   double seconds = 0;
+  double credit = 0;  // the share of the points earned: 1 for pass, 0..1 for partial
+  double earned() const { return status == "pass" ? points : status == "partial" ? points * credit : 0; }
 };
 
 struct LabResult {
@@ -49,9 +51,9 @@ struct LabResult {
   std::vector<Check> checks;
   std::string problem;  // "", or why the lab did not run to the end (crash, timeout, build)
   double seconds = 0;
-  int earned() const {
-    int e = 0;
-    for (const auto& c : checks) e += c.status == "pass" ? c.points : 0;
+  double earned() const {
+    double e = 0;
+    for (const auto& c : checks) e += c.earned();
     return e;
   }
   int possible() const {
@@ -213,15 +215,20 @@ LabResult grade_binary(const std::string& binary, int number, const std::string&
       c.status = f[2];
       c.seconds = std::atof(f[3].c_str());
       c.message = unescape(f[4]);
+      c.credit = f.size() >= 6 ? std::atof(f[5].c_str()) : (c.status == "pass" ? 1.0 : 0.0);
       running.clear();
       last_ended = f[1];
     }
   }
   if (run.signal && running.empty()) running = last_ended;
 
+  bool unfinished = !running.empty();
+  for (const auto& c : lab.checks) unfinished |= c.status == "not run";
   std::string what;
   if (run.timed_out) what = "timed out after " + std::to_string(int(timeout_s)) + " s";
   else if (run.signal) what = std::string("crashed (") + strsignal(run.signal) + ")";
+  else if (unfinished)  // e.g. exit() in lab code, or a sanitizer that reported an error
+    what = "exited early (exit code " + std::to_string(run.exit_code) + ")";
   if (!what.empty()) {
     lab.problem = what + (running.empty() ? "" : " during \"" + running + "\"") + "; log: " +
                   log_file;
@@ -261,8 +268,16 @@ std::string first_line(const std::string& s, std::size_t max = 400) {
   return l.size() > max ? l.substr(0, max) + "..." : l;
 }
 
+// Points as people write them: "20", or "17.5" for partial credit.
+std::string pts(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, x == double(long(x)) ? "%.0f" : "%.1f", x);
+  return buf;
+}
+
 void print_scoreboard(const std::vector<LabResult>& labs, bool verbose, const std::string& seed) {
-  int earned = 0, possible = 0, skipped_points = 0;
+  double earned = 0;
+  int possible = 0, skipped_points = 0;
   std::printf("\n%-4s %-22s %9s  %s\n", "lab", "name", "score", "status");
   std::printf("%s\n", std::string(72, '-').c_str());
   for (const auto& lab : labs) {
@@ -272,20 +287,23 @@ void print_scoreboard(const std::vector<LabResult>& labs, bool verbose, const st
     if (!lab.problem.empty()) status = lab.problem;
     else if (lab.count("fail")) status = std::to_string(lab.count("fail")) + " of " +
                                          std::to_string(lab.checks.size()) + " checks failed";
-    else if (lab.count("skip") == int(lab.checks.size())) status = "skipped";
+    else if (lab.count("skip") == int(lab.checks.size()))
+      status = "skipped: " + first_line(lab.checks.front().message, 120);
+    else if (lab.count("partial")) status = std::to_string(lab.count("partial")) + " of " +
+                                            std::to_string(lab.checks.size()) + " checks partial";
     else status = "all checks passed";
     if (lab.count("skip") && lab.count("skip") < int(lab.checks.size()))
       status += " (" + std::to_string(lab.count("skip")) + " skipped)";
     char score[32];
     if (lab.checks.empty()) std::snprintf(score, sizeof score, "-");
     else if (lab.count("skip") == int(lab.checks.size())) std::snprintf(score, sizeof score, "skip/%d", lab.possible());
-    else std::snprintf(score, sizeof score, "%d/%d", lab.earned(), lab.possible());
+    else std::snprintf(score, sizeof score, "%s/%d", pts(lab.earned()).c_str(), lab.possible());
     std::printf("%-4d %-22s %9s  %s\n", lab.number, lab.name.c_str(), score, status.c_str());
     earned += lab.earned();
     possible += lab.possible();
     skipped_points += skip_pts;
     for (const auto& c : lab.checks) {
-      const bool show = c.status == "fail" || (c.status == "skip" && verbose) || verbose;
+      const bool show = c.status == "fail" || c.status == "partial" || verbose;
       if (!show) continue;
       const std::string msg = verbose ? c.message : first_line(c.message);
       std::printf("     %-5s %s [%d pt%s]%s%s\n", c.status == "pass" ? "ok" : c.status.c_str(),
@@ -294,7 +312,7 @@ void print_scoreboard(const std::vector<LabResult>& labs, bool verbose, const st
     }
   }
   std::printf("%s\n", std::string(72, '-').c_str());
-  std::printf("Score: %d/%d", earned, possible);
+  std::printf("Score: %s/%d", pts(earned).c_str(), possible);
   if (skipped_points) std::printf("  (%d points skipped: their checks could not run here)", skipped_points);
   std::printf("   seed %s\n", seed.c_str());
 }
@@ -338,8 +356,7 @@ std::string xml_escape(const std::string& s) {
 void write_results_json(const std::vector<LabResult>& labs, const std::string& path,
                         const std::string& seed) {
   std::ofstream out(path);
-  int earned = 0;
-  double secs = 0;
+  double earned = 0, secs = 0;
   for (const auto& l : labs) earned += l.earned(), secs += l.seconds;
   out << "{\n  \"score\": " << earned << ",\n  \"execution_time\": " << secs
       << ",\n  \"output\": \"seed " << seed << "\",\n  \"tests\": [\n";
@@ -348,7 +365,7 @@ void write_results_json(const std::vector<LabResult>& labs, const std::string& p
     for (const auto& c : lab.checks) {
       out << (first ? "" : ",\n") << "    {\"name\": \"" << json_escape(c.name)
           << "\", \"number\": \"" << lab.number << "\", \"score\": "
-          << (c.status == "pass" ? c.points : 0) << ", \"max_score\": " << c.points
+          << c.earned() << ", \"max_score\": " << c.points
           << ", \"status\": \"" << (c.status == "pass" ? "passed" : "failed")
           << "\", \"tags\": [\"lab" << lab.number << "\"" << (c.status == "skip" ? ", \"skipped\"" : "")
           << "], \"output\": \"" << json_escape((c.status == "skip" ? "SKIPPED: " : "") + c.message)
@@ -519,8 +536,8 @@ int expect(const Args& a) {
     return 77;
   }
   if (a.full_marks) {
-    const bool ok = lab.count("fail") == 0 && lab.problem.empty();
-    std::printf("%s: %d/%d points\n", ok ? "full marks" : "NOT full marks", lab.earned(), lab.possible());
+    const bool ok = lab.count("fail") == 0 && lab.count("partial") == 0 && lab.problem.empty();
+    std::printf("%s: %s/%d points\n", ok ? "full marks" : "NOT full marks", pts(lab.earned()).c_str(), lab.possible());
     return ok ? 0 : 1;
   }
   for (const auto& c : lab.checks) {

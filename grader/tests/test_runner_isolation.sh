@@ -6,7 +6,7 @@ set -euo pipefail
 runner=$1 fake=$2
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-for mode in ok crash hang abort skip fail; do
+for mode in ok crash hang abort skip fail exit; do
   printf '#!/bin/sh\nFAKE_GRADER_MODE=%s exec %s "$@"\n' "$mode" "$fake" > "$dir/grade_$mode"
   chmod +x "$dir/grade_$mode"
 done
@@ -16,6 +16,7 @@ for mode in ok crash hang abort skip fail; do
   printf '%d\tfake_%s\tcpu\t%s\t%s\t-\n' "$n" "$mode" "$dir/grade_$mode" "$dir/grade_$mode" >> "$dir/graders.tsv"
 done
 printf '7\tfake_missing\tcpu\t%s\t%s\t-\n' "$dir/nonexistent" "$dir/grade_ok" >> "$dir/graders.tsv"
+printf '8\tfake_exit\tcpu\t%s\t%s\t-\n' "$dir/grade_exit" "$dir/grade_exit" >> "$dir/graders.tsv"
 
 set +e
 "$runner" grade --manifest "$dir/graders.tsv" --out "$dir/out" --timeout 3 > "$dir/board.txt" 2>&1
@@ -24,14 +25,18 @@ set -e
 cat "$dir/board.txt"
 fail() { echo "FAILED: $*"; exit 1; }
 [ $rc = 1 ] || fail "exit code $rc, expected 1 (points were lost)"
-grep -Eq '^1 +fake_ok +10/10 +all checks passed' "$dir/board.txt" || fail "the good lab lost points"
-grep -Eq '^2 +fake_crash +2/10 +crashed \(Segmentation fault\) during "misbehaving check"' "$dir/board.txt" || fail "crash not reported"
-grep -Eq '^3 +fake_hang +2/10 +timed out after 3 s during "misbehaving check"' "$dir/board.txt" || fail "hang not reported"
-grep -Eq '^4 +fake_abort +2/10 +crashed \(Aborted\)' "$dir/board.txt" || fail "abort not reported"
-grep -Eq '^5 +fake_skip +6/10 +skipped \(2 skipped\)|^5 +fake_skip +6/10 .*\(2 skipped\)' "$dir/board.txt" || fail "skip not shown (a skipped parent skips its child)"
-grep -Eq '^6 +fake_fail +6/10 ' "$dir/board.txt" || fail "failing check not scored"
+grep -Eq '^1 +fake_ok +11/12 +1 of 5 checks partial|^1 +fake_ok +11/12' "$dir/board.txt" || fail "the good lab lost points"
+# (Under AddressSanitizer a segfault is reported by the sanitizer, which then exits.)
+grep -Eq '^2 +fake_crash +2/12 +(crashed \(Segmentation fault\)|exited early \(exit code 1\)) during "misbehaving check"' "$dir/board.txt" || fail "crash not reported"
+grep -Eq '^3 +fake_hang +2/12 +timed out after 3 s during "misbehaving check"' "$dir/board.txt" || fail "hang not reported"
+grep -Eq '^4 +fake_abort +2/12 +crashed \(Aborted\)' "$dir/board.txt" || fail "abort not reported"
+grep -Eq '^5 +fake_skip +7/12 .*\(2 skipped\)' "$dir/board.txt" || fail "skip not shown (a skipped parent skips its child)"
+grep -Eq '^6 +fake_fail +7/12 ' "$dir/board.txt" || fail "failing check not scored"
 grep -q 'parent failed: "misbehaving check"' "$dir/board.txt" || fail "parent failure not reported"
-grep -Eq '^7 +fake_missing +0/10 +build failed' "$dir/board.txt" || fail "a lab that did not build is not reported"
+grep -q '1.8x slower than the solution' "$dir/board.txt" || fail "partial credit not explained"
+grep -q '"score": 1, "max_score": 2' "$dir/out/results.json" || fail "partial credit missing from results.json"
+grep -Eq '^7 +fake_missing +0/12 +build failed' "$dir/board.txt" || fail "a lab that did not build is not reported"
+grep -Eq '^8 +fake_exit +2/12 +exited early \(exit code 3\) during "misbehaving check"' "$dir/board.txt" || fail "exit() in lab code not reported"
 grep -q '"status": "failed", "tags": \["lab5", "skipped"\]' "$dir/out/results.json" || fail "skipped check missing from results.json"
 grep -q '<skipped message="no CUDA device' "$dir/out/junit.xml" || fail "skipped check missing from junit.xml"
 python3 -c "import json,sys; json.load(open('$dir/out/results.json'))" 2>/dev/null || fail "results.json is not valid JSON"
