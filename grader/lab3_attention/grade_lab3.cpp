@@ -1,0 +1,476 @@
+// Lab 3 grader: streaming attention on the CPU against the fp64 reference, and three properties
+// that are measured rather than trusted:
+//   memory  the peak heap bytes during a call stay O(N d + block_q block_k) (heap_meter);
+//   work    the multiplications counted by CountedFloat are 2 Nq Nk d + lower-order terms, and
+//           about half of that under causal masking (so tiles are skipped, not masked);
+//   inputs  Q, K and V are unchanged by the call.
+//
+// Every numerical check draws fresh inputs from the run's seed (extra draws use seed + k, printed
+// in the failure message), rounds them to the lab's dtype, and compares O and LSE with the fp64
+// reference computed from the same rounded inputs, inside the band that
+// grader/common/tolerances.cpp derives from the plain same-dtype attention.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compare.hpp"
+#include "course/counted.hpp"
+#include "course/lab3_attention.hpp"
+#include "heap_meter.hpp"
+#include "reference/data.hpp"
+#include "reference/reference.hpp"
+
+using course::bf16;
+using course::fp16;
+using course::lab3::AttentionOptions;
+using grading::Case;
+using grading::Md;
+using grading::Quantity;
+using reference::Distribution;
+
+namespace {
+
+// One attention problem: shapes, tiles, masking, scale and how Q and K are drawn.
+struct Problem {
+  int Nq, Nk, d;
+  int block_q, block_k;
+  bool causal = false;
+  std::optional<double> scale = std::nullopt;
+  Distribution dist = Distribution::normal;  // for Q and K; V is always normal
+};
+
+std::string describe(const Problem& p, std::uint64_t seed) {
+  std::string s = "Nq " + std::to_string(p.Nq) + ", Nk " + std::to_string(p.Nk) + ", d " +
+                  std::to_string(p.d) + ", block_q " + std::to_string(p.block_q) + ", block_k " +
+                  std::to_string(p.block_k) + (p.causal ? ", causal" : ", not causal");
+  if (p.scale) {
+    char buf[48];
+    std::snprintf(buf, sizeof buf, ", scale %g", *p.scale);
+    s += buf;
+  }
+  s += std::string(", ") + reference::to_string(p.dist) + " Q/K";
+  if (seed != grading::seed()) s += ", inputs drawn with seed " + std::to_string(seed);
+  return s;
+}
+
+double scale_of(const Problem& p) { return p.scale ? *p.scale : 1.0 / std::sqrt(double(p.d)); }
+
+AttentionOptions options_of(const Problem& p) {
+  AttentionOptions o;
+  o.block_q = p.block_q;
+  o.block_k = p.block_k;
+  o.causal = p.causal;
+  o.scale = p.scale;
+  return o;
+}
+
+// The inputs of a problem, in fp64, before rounding to the lab's dtype.
+struct Inputs {
+  Md Q, K, V;
+};
+Inputs draw(const Problem& p, std::uint64_t seed, const std::string& label) {
+  reference::Rng rng(seed, "lab3/" + label);
+  Inputs in;
+  in.Q = reference::random_matrix(p.Nq, p.d, p.dist, rng);
+  in.K = reference::random_matrix(p.Nk, p.d, p.dist, rng);
+  in.V = reference::random_matrix(p.Nk, p.d, Distribution::normal, rng);
+  return in;
+}
+
+enum class Compare { both, output_only, lse_only };
+
+// attention_forward<T> on one problem against the fp64 reference, O and LSE each in its band.
+template <class T, class Acc = course::accum_t<T>>
+bool check_problem(const Problem& p, std::uint64_t seed, Compare what = Compare::both) {
+  const std::string dtype = course::dtype_name<T>();
+  const Inputs in = draw(p, seed, dtype);
+  const Md Q = reference::round_to<T>(in.Q), K = reference::round_to<T>(in.K),
+           V = reference::round_to<T>(in.V);
+  const auto out = course::lab3::attention_forward<T, Acc>(
+      grading::to_storage<T>(Q), grading::to_storage<T>(K), grading::to_storage<T>(V),
+      options_of(p));
+  const auto ref = reference::attention<double>(Q, K, V, scale_of(p), p.causal);
+  const auto plain = reference::plain_attention<T>(Q, K, V, scale_of(p), p.causal);
+  const std::string inputs = describe(p, seed);
+  bool ok = true;
+  if (what != Compare::lse_only)
+    ok &= grading::expect_close({"attention_forward O", dtype, {long(p.Nq), long(p.d)}, inputs},
+                                Quantity::output, grading::to_double(out.O), ref.O, plain.O);
+  if (what != Compare::output_only)
+    ok &= grading::expect_close({"attention_forward LSE", dtype, {long(p.Nq)}, inputs},
+                                Quantity::lse, grading::to_double(out.lse), Md(ref.lse),
+                                Md(plain.lse));
+  return ok;
+}
+
+// The same problem with `draws` different seeds: seed(), seed() + 1, ...
+template <class T>
+void check_problems(const std::vector<Problem>& problems, int draws,
+                    Compare what = Compare::both) {
+  for (const Problem& p : problems)
+    for (int k = 0; k < draws; ++k) check_problem<T>(p, grading::seed() + k, what);
+}
+
+// N in {1, 2, 3, 7, 64, 113, 1000}, d in {1, 16, 64, 128}; tiles that fit, that do not divide
+// N, and that are larger than N. (N = 4096 has its own check: the reference is slow there.)
+const std::vector<Problem> kSquare = {
+    {1, 1, 16, 64, 64},     {2, 2, 1, 64, 64},      {3, 3, 64, 2, 2},
+    {7, 7, 128, 4, 3},      {64, 64, 16, 64, 64},   {64, 64, 64, 16, 32},
+    {113, 113, 16, 32, 16}, {113, 113, 128, 64, 64}, {1000, 1000, 64, 64, 64},
+    {1000, 1000, 1, 128, 48},
+};
+const std::vector<Problem> kSmallSquare(kSquare.begin(), kSquare.end() - 2);
+
+std::vector<Problem> causal(std::vector<Problem> ps) {
+  for (Problem& p : ps) p.causal = true;
+  return ps;
+}
+
+const char* kFp64 = "attention: fp64 matches reference";
+const char* kFp32 = "attention: fp32 within band";
+const char* kCausalFp64 = "causal: fp64 matches reference (Nq = Nk)";
+
+}  // namespace
+
+// --- Correctness against the fp64 reference -------------------------------------------------
+
+TEST_CASE("attention: fp64 matches reference" * grading::points(3)) {
+  check_problems<double>(kSmallSquare, 3);
+  check_problems<double>({kSquare.end() - 2, kSquare.end()}, 1);
+}
+
+TEST_CASE("lse: fp64 and fp32 match reference" * grading::points(2)) {
+  check_problems<double>(kSmallSquare, 2, Compare::lse_only);
+  check_problems<float>(kSmallSquare, 2, Compare::lse_only);
+}
+
+TEST_CASE("attention: fp32 within band" * grading::points(2)) {
+  check_problems<float>(kSmallSquare, 2);
+  check_problems<float>({kSquare.end() - 2, kSquare.end()}, 1);
+}
+
+TEST_CASE("attention: bf16 within band (fp32 accumulation)" * grading::points(1)) {
+  check_problems<bf16>(kSquare, 1);
+}
+
+TEST_CASE("attention: fp16 within band (fp32 accumulation)" * grading::points(1)) {
+  check_problems<fp16>(kSquare, 1);
+}
+
+TEST_CASE("attention: block sizes that do not divide N (partial last tiles)" * grading::points(2)) {
+  // Every problem has more than one key tile and a partial last one.
+  const std::vector<Problem> ps = {
+      {113, 113, 16, 16, 7}, {100, 100, 64, 64, 49}, {1000, 1000, 16, 96, 96},
+      {7, 64, 16, 3, 5},     {64, 200, 32, 48, 48},
+  };
+  check_problems<double>(ps, 2);
+  check_problems<float>(ps, 1);
+}
+
+TEST_CASE("attention: Nq != Nk" * grading::points(1)) {
+  const std::vector<Problem> ps = {
+      {1, 113, 64, 64, 64}, {113, 1, 16, 16, 16}, {37, 300, 64, 16, 64}, {300, 37, 16, 64, 8},
+  };
+  check_problems<double>(ps, 2);
+  check_problems<bf16>(ps, 1);
+}
+
+TEST_CASE("attention: long sequences (N = 4096)" * grading::points(1)) {
+  // Rows of 4096 keys: 64 rescalings per row, sums of 4096 terms. (One case: the fp64 reference
+  // holds the whole 4096 x 4096 score matrix and is the slow part of this check.)
+  check_problem<float>({4096, 4096, 16, 64, 64}, grading::seed());
+}
+
+TEST_CASE("attention: scale option honoured" * grading::points(1)) {
+  std::vector<Problem> ps = {{64, 80, 16, 16, 16}, {33, 33, 64, 8, 8}};
+  for (double s : {0.3, 2.0})
+    for (Problem p : ps) {
+      p.scale = s;
+      check_problem<double>(p, grading::seed());
+      check_problem<float>(p, grading::seed());
+    }
+}
+
+TEST_CASE("numerics: large scores and outliers, no overflow or NaN" * grading::points(1)) {
+  // Scores of +-1e3 (fp64) and +-1e2 (fp32) overflow exp without the max shift; outliers make
+  // one key dominate a row, so the running max jumps late in the row.
+  check_problem<double>({100, 300, 16, 32, 64, true, 300.0}, grading::seed());
+  check_problem<double>({100, 300, 16, 32, 64, false, 300.0}, grading::seed());
+  check_problem<float>({100, 300, 16, 32, 64, false, 30.0}, grading::seed());
+  for (bool c : {false, true}) {
+    check_problem<double>({200, 200, 64, 32, 32, c, std::nullopt, Distribution::outliers},
+                          grading::seed());
+    check_problem<float>({200, 200, 64, 32, 32, c, std::nullopt, Distribution::outliers},
+                         grading::seed());
+  }
+}
+
+// --- Causal masking ----------------------------------------------------------------------------
+
+TEST_CASE("causal: fp64 matches reference (Nq = Nk)" * grading::points(3)) {
+  check_problems<double>(causal(kSmallSquare), 2);
+  check_problems<double>(causal({kSquare.end() - 2, kSquare.end()}), 1);
+}
+
+TEST_CASE("causal: Nq != Nk aligned bottom-right; rows with no key give O = 0, LSE = -inf" *
+          grading::points(2)) {
+  // Nq > Nk: the first Nq - Nk queries see no key at all (their O is 0, their LSE -inf).
+  const std::vector<Problem> ps = causal({
+      {70, 20, 16, 16, 16}, {113, 64, 64, 32, 7}, {5, 3, 16, 64, 64},  // Nq > Nk
+      {20, 70, 16, 16, 16}, {37, 300, 64, 16, 64}, {1, 113, 16, 8, 8},  // Nq < Nk
+  });
+  check_problems<double>(ps, 2);
+  check_problems<float>(ps, 1);
+  check_problems<fp16>(ps, 1);
+}
+
+TEST_CASE("causal: fp32, bf16, fp16 within band" * grading::points(1)) {
+  check_problems<float>(causal(kSquare), 1);
+  check_problems<bf16>(causal(kSquare), 1);
+  check_problems<fp16>(causal(kSmallSquare), 1);
+  check_problem<bf16>({1024, 4096, 16, 128, 64, true}, grading::seed());  // long rows
+}
+
+// --- Memory: measured peak heap bytes ----------------------------------------------------------
+
+TEST_CASE("memory: peak heap stays O(N*d + block_q*block_k)" * grading::points(3, kFp32)) {
+  if (!grading::HeapMeter::available())
+    grading::skip("the heap meter could not interpose malloc on this platform");
+  // block_q x Nk would already break the bound here: block_q is much larger than 2 d.
+  const std::vector<Problem> ps = {{4096, 4096, 16, 128, 32},
+                                   {1000, 4096, 16, 128, 32, true},
+                                   {4096, 1000, 16, 256, 16}};
+  for (const Problem& p : ps) {
+    const Inputs in = draw(p, grading::seed(), "memory");
+    const course::Matrix<float> Q = grading::to_storage<float>(in.Q),
+                                K = grading::to_storage<float>(in.K),
+                                V = grading::to_storage<float>(in.V);
+    long peak = 0;
+    {
+      grading::HeapMeter meter;
+      const auto out = course::lab3::attention_forward<float>(Q, K, V, options_of(p));
+      peak = meter.peak_bytes();
+    }
+    // The bound, term by term: the outputs the call must return; a copy of Q, K, V and O in the
+    // accumulation type (generous: the solution copies only tiles); a few tiles; 64 KiB slack
+    // for the allocator and small bookkeeping.
+    const long acc = sizeof(float), Nq = p.Nq, Nk = p.Nk, d = p.d;
+    const long bq = std::min<long>(p.block_q, Nq), bk = std::min<long>(p.block_k, Nk);
+    const long outputs = Nq * d * long(sizeof(float)) + Nq * acc;
+    const long copies = 2 * (Nq + Nk) * d * acc;
+    const long tiles = 4 * bq * bk * acc + 4 * (bq + bk) * (d + 2) * acc;
+    const long slack = 64 * 1024;
+    const long bound = outputs + copies + tiles + slack;
+    grading::expect(peak <= bound,
+                    {"attention_forward", "fp32", {Nq, d}, describe(p, grading::seed())},
+                    "peak heap during the call was " + std::to_string(peak) +
+                        " bytes, which exceeds the allowed O(N*d + block_q*block_k) bound of " +
+                        std::to_string(bound) + " bytes (outputs " + std::to_string(outputs) +
+                        " + 2 (Nq + Nk) d fp32 copies " + std::to_string(copies) +
+                        " + 4 tiles " + std::to_string(tiles) + " + slack " +
+                        std::to_string(slack) + "); for scale: an Nq x Nk score matrix is " +
+                        std::to_string(Nq * Nk * acc) + " bytes, a block_q x Nk one " +
+                        std::to_string(bq * Nk * acc));
+  }
+}
+
+// --- Work: multiplications counted by CountedFloat ---------------------------------------------
+
+namespace {
+
+// Runs attention_forward<float, CountedFloat> on p, checks its O against the reference (so the
+// count belongs to a correct computation), and returns the number of multiplications.
+std::uint64_t counted_multiplications(const Problem& p) {
+  const Inputs in = draw(p, grading::seed(), "work");
+  const Md Q = reference::round_to<float>(in.Q), K = reference::round_to<float>(in.K),
+           V = reference::round_to<float>(in.V);
+  std::uint64_t& counter = course::CountedFloat::multiplications();
+  counter = 0;
+  const auto out = course::lab3::attention_forward<float, course::CountedFloat>(
+      grading::to_storage<float>(Q), grading::to_storage<float>(K), grading::to_storage<float>(V),
+      options_of(p));
+  const std::uint64_t n = counter;
+  const auto ref = reference::attention<double>(Q, K, V, scale_of(p), p.causal);
+  const auto plain = reference::plain_attention<float>(Q, K, V, scale_of(p), p.causal);
+  grading::expect_close({"attention_forward<float, CountedFloat> O", "fp32",
+                         {long(p.Nq), long(p.d)}, describe(p, grading::seed())},
+                        Quantity::output, grading::to_double(out.O), ref.O, plain.O);
+  return n;
+}
+
+std::string fmt(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", x);
+  return buf;
+}
+
+}  // namespace
+
+TEST_CASE("work: non-causal does 2*Nq*Nk*d multiplications (counted)" *
+          grading::points(2, kFp32)) {
+  // S = Q K^T needs Nq Nk d products and P V another Nq Nk d; everything else (the scale, the
+  // rescaling of O and l once per key tile, the final division) is of lower order.
+  const std::vector<Problem> ps = {{300, 300, 16, 64, 64}, {200, 333, 64, 64, 48},
+                                   {128, 100, 16, 32, 64}};
+  for (const Problem& p : ps) {
+    const double Nq = p.Nq, Nk = p.Nk, d = p.d;
+    const double tiles = std::ceil(Nk / std::min(p.block_k, p.Nk));
+    const double expected = 2 * Nq * Nk * d;
+    const double lower = 0.99 * expected;
+    const double upper = expected + 2 * Nq * Nk + Nq * (tiles + 1) * (2 * d + 4) + 2 * (Nq + Nk) * d;
+    const double n = double(counted_multiplications(p));
+    grading::expect(n >= lower && n <= upper,
+                    {"attention_forward<float, CountedFloat>", "fp32", {p.Nq, p.d},
+                     describe(p, grading::seed())},
+                    fmt(n) + " multiplications counted, outside [" + fmt(lower) + ", " +
+                        fmt(upper) + "]: expected 2 Nq Nk d = " + fmt(expected) +
+                        " plus lower-order terms (" +
+                        (n < lower ? "too few: some scores or some of P V were not computed"
+                                   : "too many: work beyond S = Q K^T and P V") +
+                        ")");
+  }
+}
+
+TEST_CASE("work: causal skips tiles above the diagonal (about half the work)" *
+          grading::points(3, kCausalFp64)) {
+  // Measured against the same problem without the mask. With T key tiles per row the tiles on
+  // or below the diagonal are (T + 1) / (2 T) of all; the entries a row sees are the floor.
+  const std::vector<Problem> ps = {{1024, 1024, 16, 32, 32}, {512, 1024, 16, 32, 32},
+                                   {1024, 512, 16, 64, 16}};
+  for (Problem p : ps) {
+    p.causal = false;
+    const double full = double(counted_multiplications(p));
+    p.causal = true;
+    const double masked = double(counted_multiplications(p));
+    // Exact fractions for this shape: visible (i, j) pairs, and the tiles a tile-skipping
+    // implementation computes (key tiles up to the last key the query tile's last row sees).
+    double visible = 0, tile_keys = 0;
+    for (long i = 0; i < p.Nq; ++i) visible += std::clamp<long>(i + p.Nk - p.Nq + 1, 0, p.Nk);
+    for (long q0 = 0; q0 < p.Nq; q0 += p.block_q) {
+      const long rows = std::min<long>(p.block_q, p.Nq - q0);
+      tile_keys += double(rows) * std::clamp<long>(q0 + rows + p.Nk - p.Nq, 0, p.Nk);
+    }
+    const double cells = double(p.Nq) * p.Nk;
+    const double lower = visible / cells - 0.03, upper = tile_keys / cells + 0.05;
+    const double ratio = masked / full;
+    grading::expect(ratio >= lower && ratio <= upper,
+                    {"attention_forward<float, CountedFloat>", "fp32", {p.Nq, p.d},
+                     describe(p, grading::seed())},
+                    "causal/non-causal multiplication ratio " + fmt(ratio) + " (" + fmt(masked) +
+                        " / " + fmt(full) + ") is outside [" + fmt(lower) + ", " + fmt(upper) +
+                        "]: " +
+                        (ratio > upper
+                             ? "tiles above the diagonal must be skipped, not computed and masked"
+                             : "less work than the keys the rows see: visible scores were skipped"));
+  }
+}
+
+// --- Adversarial: inputs, batches, bad input ---------------------------------------------------
+
+namespace {
+template <class T>
+void check_inputs_unchanged(const Problem& p) {
+  const Inputs in = draw(p, grading::seed(), "unchanged");
+  const course::Matrix<T> Q = grading::to_storage<T>(in.Q), K = grading::to_storage<T>(in.K),
+                          V = grading::to_storage<T>(in.V);
+  course::Matrix<T> Qc = Q, Kc = K, Vc = V;
+  (void)course::lab3::attention_forward<T>(Qc, Kc, Vc, options_of(p));
+  // const_cast would let a solution scribble on its inputs; compare bit for bit.
+  auto same = [](const course::Matrix<T>& a, const course::Matrix<T>& b) {
+    return a.rows() == b.rows() && a.cols() == b.cols() &&
+           std::equal(a.data(), a.data() + a.size(), b.data(), [](T x, T y) {
+             return static_cast<double>(x) == static_cast<double>(y);
+           });
+  };
+  const Case c{"attention_forward inputs", course::dtype_name<T>(), {p.Nq, p.d},
+               describe(p, grading::seed())};
+  grading::expect(same(Q, Qc), c, "Q was modified by the call");
+  grading::expect(same(K, Kc), c, "K was modified by the call");
+  grading::expect(same(V, Vc), c, "V was modified by the call");
+}
+}  // namespace
+
+TEST_CASE("inputs: Q, K and V are unchanged by the call" * grading::points(1, kFp64)) {
+  check_inputs_unchanged<float>({100, 77, 16, 16, 16, true});
+  check_inputs_unchanged<bf16>({64, 64, 64, 32, 32, false});
+  check_inputs_unchanged<double>({33, 50, 8, 7, 9, true});
+}
+
+namespace {
+template <class T>
+void check_batched(int B, int H, const Problem& p) {
+  const std::string dtype = course::dtype_name<T>();
+  course::Tensor4<T> Q(B, H, p.Nq, p.d), K(B, H, p.Nk, p.d), V(B, H, p.Nk, p.d);
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < H; ++h) {
+      const Inputs in = draw(p, grading::seed() + 7 * b + h, "batched/" + dtype);
+      Q.head(b, h) = grading::to_storage<T>(in.Q);
+      K.head(b, h) = grading::to_storage<T>(in.K);
+      V.head(b, h) = grading::to_storage<T>(in.V);
+    }
+  const auto out = course::lab3::attention_forward_batched<T>(Q, K, V, options_of(p));
+  const Case shape_case{"attention_forward_batched", dtype, {B, H, p.Nq, p.d}, describe(p, grading::seed())};
+  if (!grading::expect(out.O.B == B && out.O.H == H && out.O.N == p.Nq && out.O.d == p.d &&
+                           out.O.data.size() == std::size_t(B) * H * p.Nq * p.d &&
+                           out.lse.size() == std::size_t(B) * H * p.Nq,
+                       shape_case, "O must be [B, H, Nq, d] and lse [B, H, Nq]"))
+    return;
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < H; ++h) {
+      const auto one = course::lab3::attention_forward<T>(course::Matrix<T>(Q.head(b, h)),
+                                                          course::Matrix<T>(K.head(b, h)),
+                                                          course::Matrix<T>(V.head(b, h)),
+                                                          options_of(p));
+      const std::string where = describe(p, grading::seed()) + ", head (b " + std::to_string(b) +
+                                ", h " + std::to_string(h) + ") vs attention_forward of that head";
+      const Md per_head_O = grading::to_double(one.O);
+      grading::expect_close({"attention_forward_batched O", dtype, {long(p.Nq), long(p.d)}, where},
+                            Quantity::output, grading::to_double(out.O.head(b, h)), per_head_O,
+                            per_head_O);
+      Md lse(p.Nq, 1), per_head_lse = grading::to_double(one.lse);
+      for (int i = 0; i < p.Nq; ++i)
+        lse(i, 0) = double(out.lse[(std::size_t(b) * H + h) * p.Nq + i]);
+      grading::expect_close({"attention_forward_batched LSE", dtype, {long(p.Nq)}, where},
+                            Quantity::lse, lse, per_head_lse, per_head_lse);
+    }
+}
+}  // namespace
+
+TEST_CASE("batched: [B, H, N, d] equals attention per head" * grading::points(1, kFp64)) {
+  check_batched<double>(2, 3, {37, 50, 16, 16, 8, true});
+  check_batched<float>(2, 2, {64, 64, 32, 32, 32, false});
+  check_batched<bf16>(1, 3, {50, 37, 16, 8, 16, true});
+  check_batched<fp16>(3, 1, {20, 20, 64, 7, 7, true});
+}
+
+TEST_CASE("errors: bad input throws course::BadInput" * grading::points(1, kFp64)) {
+  using course::BadInput;
+  using M = course::Matrix<float>;
+  using course::lab3::attention_forward;
+  const M Q = M::Ones(4, 8), K = M::Ones(5, 8), V = M::Ones(5, 8);
+  AttentionOptions ok;
+  CHECK_THROWS_AS(attention_forward<float>(Q, M::Ones(5, 7), V, ok), BadInput);  // d differs
+  CHECK_THROWS_AS(attention_forward<float>(Q, K, M::Ones(6, 8), ok), BadInput);  // Nk differs
+  CHECK_THROWS_AS(attention_forward<float>(M(4, 0), M(5, 0), M(5, 0), ok), BadInput);  // d = 0
+  AttentionOptions bad_q = ok, bad_k = ok;
+  bad_q.block_q = 0;
+  bad_k.block_k = -3;
+  CHECK_THROWS_AS(attention_forward<float>(Q, K, V, bad_q), BadInput);
+  CHECK_THROWS_AS(attention_forward<float>(Q, K, V, bad_k), BadInput);
+  const float inf = std::numeric_limits<float>::infinity();
+  M nan_q = Q, inf_k = K, ninf_v = V;
+  nan_q(2, 3) = std::nanf("");
+  inf_k(4, 0) = inf;
+  ninf_v(0, 7) = -inf;
+  CHECK_THROWS_AS(attention_forward<float>(nan_q, K, V, ok), BadInput);
+  CHECK_THROWS_AS(attention_forward<float>(Q, inf_k, V, ok), BadInput);
+  CHECK_THROWS_AS(attention_forward<float>(Q, K, ninf_v, ok), BadInput);
+  course::Tensor4<float> q4(2, 2, 4, 8), k4(2, 3, 5, 8), v4(2, 3, 5, 8);
+  CHECK_THROWS_AS(course::lab3::attention_forward_batched<float>(q4, k4, v4, ok), BadInput);
+  CHECK_NOTHROW(attention_forward<float>(Q, K, V, ok));
+}
