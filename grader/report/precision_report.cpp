@@ -1,0 +1,464 @@
+// The precision report of lab 3 (`./course report`): how far the lab 3 solution (blockwise,
+// streaming attention, FA1 Algorithm 1) is from the fp64 reference, in every storage type, and
+// why. It writes CSVs that grader/report/plot_report.py turns into report.md and PNGs.
+//
+//   precision_report [--out DIR] [--quick] [--seed S] [--jobs J]   (default out: build/report)
+//
+// For every configuration (H heads of [N, d], block size, logit scale, causal or not) and every
+// storage type T in {fp64, fp32, bf16, fp16} it measures, with the course's one error-statistics
+// helper (grader/common/error_stats.hpp):
+//
+//   solution_vs_ref            lab 3 solution in T vs the fp64 reference on the same T-rounded
+//                              inputs: the error of the algorithm and of storing O in T
+//   plain_vs_ref               reference::plain_attention<T> (one-shot, S, P and O rounded to T)
+//                              vs the same fp64 reference: the yardstick of the tolerance bands
+//   solution_vs_plain          blockwise vs one-shot, both in T: the seed's own experiment
+//                              ("repeat the test in fp32 and bf16") taken literally
+//   solution_vs_ref_unrounded  lab 3 solution vs the fp64 reference on the unrounded fp64
+//                              inputs: everything, input rounding included
+//   plain_vs_ref_unrounded     the same for the plain implementation
+//   input_rounding_only        fp64 reference on T-rounded inputs vs on unrounded inputs
+//   output_rounding_only       the fp64 reference's O rounded once to T vs itself: what even a
+//                              perfect algorithm must lose by storing O in T
+//
+// For fp64 the solution_vs_ref row *is* the seed's "blockwise fp64 vs one-shot fp64".
+// Inputs are N(0, 1) from reference::Rng (seeded, per head and shape); the logit scale
+// multiplies Q (before rounding), so scores have standard deviation ~ logit_scale.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+// error_stats.hpp only, not compare.hpp: compare.hpp includes the doctest harness
+// (grading.hpp), and grader_common's grading.cpp defines doctest's main, which would clash with
+// this program's own main. Conversions are plain Eigen casts (what compare.hpp's
+// to_storage/to_double do) of values that reference::round_to has already rounded.
+#include "course/lab3_attention.hpp"
+#include "error_stats.hpp"
+#include "reference/data.hpp"
+#include "reference/reference.hpp"
+
+namespace {
+
+using grading::ErrorStats;
+using Md = Eigen::MatrixXd;
+
+struct Config {
+  int H = 2, N = 1024, d = 64, block = 64;
+  double logit_scale = 1.0;
+  bool causal = false;
+  auto key() const { return std::tuple(H, N, d, block, logit_scale, causal); }
+};
+
+// One measured figure set: a comparison of one quantity (O or LSE) in one storage type.
+struct Row {
+  std::string dtype, arithmetic, comparison, quantity;
+  ErrorStats stats;
+  double ref_max_abs = 0;  // max |reference| over finite entries (the scale of the quantity)
+};
+
+// Histogram of log10 |error| of O (the error distribution), kept for the seed-shape study.
+constexpr double kHistLo = -18.0, kHistHi = 1.0, kHistStep = 0.1;
+constexpr int kHistBins = 190;  // (kHistHi - kHistLo) / kHistStep
+struct Histogram {
+  std::string dtype, arithmetic, comparison;
+  long zeros = 0, below = 0, above = 0;
+  std::vector<long> counts = std::vector<long>(kHistBins, 0);
+};
+
+struct ConfigResult {
+  std::vector<Row> rows;
+  std::vector<Histogram> hists;
+};
+
+const char* arithmetic_of(const std::string& dtype) {
+  if (dtype == "fp64") return "fp64 storage / fp64 arithmetic";
+  if (dtype == "fp32") return "fp32 storage / fp32 arithmetic";
+  if (dtype == "bf16") return "bf16 storage / fp32 accumulate";
+  return "fp16 storage / fp32 accumulate";
+}
+
+const char* describe(const std::string& comparison) {
+  static const std::map<std::string, const char*> text = {
+      {"solution_vs_ref", "lab 3 solution (blockwise) vs fp64 reference on the same rounded inputs"},
+      {"plain_vs_ref", "plain one-shot attention in the same dtype (S, P, O rounded) vs fp64 reference on the same rounded inputs"},
+      {"solution_vs_plain", "lab 3 solution (blockwise) vs plain one-shot attention, both in the same dtype"},
+      {"solution_vs_ref_unrounded", "lab 3 solution vs fp64 reference on the unrounded fp64 inputs"},
+      {"plain_vs_ref_unrounded", "plain one-shot attention vs fp64 reference on the unrounded fp64 inputs"},
+      {"input_rounding_only", "fp64 reference on rounded inputs vs fp64 reference on unrounded inputs"},
+      {"output_rounding_only", "fp64 reference O rounded once to the storage dtype vs itself"},
+  };
+  auto it = text.find(comparison);
+  return it == text.end() ? "" : it->second;
+}
+
+// Per-head results of one storage type, flattened row-major so that heads concatenate.
+struct HeadData {
+  std::vector<double> sol_O, sol_lse, plain_O, plain_lse, ref_O, ref_lse, refu_O, refu_lse,
+      ref_O_stored;
+};
+
+void append_matrix(std::vector<double>& out, const Md& m) {
+  for (Eigen::Index i = 0; i < m.rows(); ++i)
+    for (Eigen::Index c = 0; c < m.cols(); ++c) out.push_back(m(i, c));
+}
+template <class V>
+void append_vector(std::vector<double>& out, const V& v) {
+  for (Eigen::Index i = 0; i < v.size(); ++i) out.push_back(double(v(i)));
+}
+
+struct HeadInputs {
+  Md Q, K, V;                    // unrounded fp64
+  reference::Attention<double> ref_unrounded;
+};
+
+HeadInputs make_inputs(const Config& c, int head, std::uint64_t seed) {
+  // The label names the shape and head only: every study that uses the same shape sees the
+  // same numbers, and the logit scale multiplies the same Q.
+  const std::string label = "precision_report N=" + std::to_string(c.N) + " d=" +
+                            std::to_string(c.d) + " head=" + std::to_string(head);
+  reference::Rng rq(seed, label + " Q"), rk(seed, label + " K"), rv(seed, label + " V");
+  HeadInputs in;
+  in.Q = reference::random_matrix(c.N, c.d, reference::Distribution::normal, rq) * c.logit_scale;
+  in.K = reference::random_matrix(c.N, c.d, reference::Distribution::normal, rk);
+  in.V = reference::random_matrix(c.N, c.d, reference::Distribution::normal, rv);
+  return in;
+}
+
+template <class T>
+void measure_head(const Config& c, const HeadInputs& in, HeadData& out) {
+  const double scale = 1.0 / std::sqrt(double(c.d));
+  const Md Qr = reference::round_to<T>(in.Q), Kr = reference::round_to<T>(in.K),
+           Vr = reference::round_to<T>(in.V);
+  reference::Attention<double> ref;
+  if constexpr (std::is_same_v<T, double>) {
+    ref = in.ref_unrounded;
+  } else {
+    ref = reference::attention<double>(Qr, Kr, Vr, scale, c.causal);
+  }
+  const auto plain = reference::plain_attention<T>(Qr, Kr, Vr, scale, c.causal);
+
+  course::lab3::AttentionOptions opt;
+  opt.block_q = c.block;
+  opt.block_k = c.block;
+  opt.causal = c.causal;
+  // Qr, Kr, Vr hold T values already: the casts to T are exact.
+  const course::Matrix<T> Qs = Qr.cast<T>(), Ks = Kr.cast<T>(), Vs = Vr.cast<T>();
+  const auto sol = course::lab3::attention_forward<T>(Qs, Ks, Vs, opt);
+
+  append_matrix(out.sol_O, sol.O.template cast<double>());
+  append_vector(out.sol_lse, sol.lse);
+  append_matrix(out.plain_O, plain.O);
+  append_vector(out.plain_lse, plain.lse);
+  append_matrix(out.ref_O, ref.O);
+  append_vector(out.ref_lse, ref.lse);
+  append_matrix(out.refu_O, in.ref_unrounded.O);
+  append_vector(out.refu_lse, in.ref_unrounded.lse);
+  append_matrix(out.ref_O_stored, reference::round_to<T>(ref.O));
+}
+
+double max_abs_finite(const std::vector<double>& v) {
+  double m = 0;
+  for (double x : v)
+    if (std::isfinite(x)) m = std::max(m, std::abs(x));
+  return m;
+}
+
+Histogram histogram(const std::string& dtype, const std::string& comparison,
+                    const std::vector<double>& got, const std::vector<double>& ref) {
+  Histogram h{dtype, arithmetic_of(dtype), comparison};
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double e = std::abs(got[i] - ref[i]);
+    if (!std::isfinite(e)) continue;  // counted as bad_count by the error statistics
+    if (e == 0) {
+      ++h.zeros;
+      continue;
+    }
+    const double l = std::log10(e);
+    if (l < kHistLo) ++h.below;
+    else if (l >= kHistHi) ++h.above;
+    else h.counts[std::min(kHistBins - 1, int((l - kHistLo) / kHistStep))]++;
+  }
+  return h;
+}
+
+template <class T>
+void measure_dtype(const Config& c, const std::vector<HeadInputs>& inputs, bool with_hist,
+                   ConfigResult& result) {
+  const std::string dtype = course::dtype_name<T>();
+  std::vector<HeadData> per_head(inputs.size());
+  for (std::size_t h = 0; h < inputs.size(); ++h) measure_head<T>(c, inputs[h], per_head[h]);
+  HeadData all;
+  auto cat = [&](std::vector<double> HeadData::*field) {
+    for (auto& hd : per_head) (all.*field).insert((all.*field).end(), (hd.*field).begin(), (hd.*field).end());
+  };
+  for (auto f : {&HeadData::sol_O, &HeadData::sol_lse, &HeadData::plain_O, &HeadData::plain_lse,
+                 &HeadData::ref_O, &HeadData::ref_lse, &HeadData::refu_O, &HeadData::refu_lse,
+                 &HeadData::ref_O_stored})
+    cat(f);
+
+  const grading::Shape shape_O{long(c.H), long(c.N), long(c.d)}, shape_lse{long(c.H), long(c.N)};
+  auto add = [&](const std::string& comparison, const std::string& quantity,
+                 const std::vector<double>& got, const std::vector<double>& ref) {
+    Row r{dtype, arithmetic_of(dtype), comparison, quantity,
+          grading::compare(got, ref, quantity == "O" ? shape_O : shape_lse),
+          max_abs_finite(ref)};
+    result.rows.push_back(std::move(r));
+  };
+  add("solution_vs_ref", "O", all.sol_O, all.ref_O);
+  add("solution_vs_ref", "LSE", all.sol_lse, all.ref_lse);
+  add("plain_vs_ref", "O", all.plain_O, all.ref_O);
+  add("plain_vs_ref", "LSE", all.plain_lse, all.ref_lse);
+  add("solution_vs_plain", "O", all.sol_O, all.plain_O);
+  add("solution_vs_plain", "LSE", all.sol_lse, all.plain_lse);
+  add("solution_vs_ref_unrounded", "O", all.sol_O, all.refu_O);
+  add("solution_vs_ref_unrounded", "LSE", all.sol_lse, all.refu_lse);
+  add("plain_vs_ref_unrounded", "O", all.plain_O, all.refu_O);
+  add("plain_vs_ref_unrounded", "LSE", all.plain_lse, all.refu_lse);
+  add("input_rounding_only", "O", all.ref_O, all.refu_O);
+  add("input_rounding_only", "LSE", all.ref_lse, all.refu_lse);
+  add("output_rounding_only", "O", all.ref_O_stored, all.ref_O);
+  if (with_hist) {
+    result.hists.push_back(histogram(dtype, "solution_vs_ref", all.sol_O, all.ref_O));
+    result.hists.push_back(histogram(dtype, "plain_vs_ref", all.plain_O, all.ref_O));
+    result.hists.push_back(histogram(dtype, "solution_vs_ref_unrounded", all.sol_O, all.refu_O));
+  }
+}
+
+// Everything about one configuration, on the calling thread.
+ConfigResult measure(const Config& c, std::uint64_t seed, bool with_hist) {
+  const double scale = 1.0 / std::sqrt(double(c.d));
+  std::vector<HeadInputs> inputs;
+  for (int h = 0; h < c.H; ++h) {
+    inputs.push_back(make_inputs(c, h, seed));
+    HeadInputs& in = inputs.back();
+    in.ref_unrounded = reference::attention<double>(in.Q, in.K, in.V, scale, c.causal);
+  }
+  ConfigResult r;
+  measure_dtype<double>(c, inputs, with_hist, r);
+  measure_dtype<float>(c, inputs, with_hist, r);
+  measure_dtype<course::bf16>(c, inputs, with_hist, r);
+  measure_dtype<course::fp16>(c, inputs, with_hist, r);
+  return r;
+}
+
+std::string csv(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char ch : s) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  return q + "\"";
+}
+std::string num(double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6e", x);
+  return buf;
+}
+
+struct Study {
+  std::string name, varied;  // varied: which column the study sweeps
+  std::vector<Config> configs;
+};
+
+std::vector<Study> studies(bool quick) {
+  const Config seed_shape{2, quick ? 256 : 1024, 64, 64, 1.0, false};
+  std::vector<Study> s;
+  s.push_back({"seed", "-", {seed_shape}});
+  Config causal = seed_shape;
+  causal.causal = true;
+  s.push_back({"seed_causal", "-", {causal}});
+
+  // One head in the N sweep: N = 4096 costs 16x what the seed shape does per head, and 4096 x 64
+  // outputs are plenty of samples for p50, p99 and max.
+  Study n{"sweep_N", "N", {}};
+  const std::vector<int> Ns = quick ? std::vector<int>{64, 128, 256}
+                                    : std::vector<int>{64, 128, 256, 512, 1024, 2048, 4096};
+  for (bool cz : {false, true})
+    for (int N : Ns) {
+      Config c = seed_shape;
+      c.H = 1;
+      c.N = N;
+      c.causal = cz;
+      n.configs.push_back(c);
+    }
+  s.push_back(n);
+
+  // 48, 100 and 384 do not divide N = 1024 (nor 256): the last tile is partial.
+  Study b{"sweep_block", "block", {}};
+  const std::vector<int> blocks = quick ? std::vector<int>{16, 48, 64}
+                                        : std::vector<int>{16, 32, 48, 64, 100, 128, 256, 384, 512};
+  for (int blk : blocks) {
+    Config c = seed_shape;
+    c.block = blk;
+    b.configs.push_back(c);
+  }
+  s.push_back(b);
+
+  Study l{"sweep_logit_scale", "logit_scale", {}};
+  const std::vector<double> scales = quick ? std::vector<double>{1, 16}
+                                           : std::vector<double>{0.5, 1, 2, 4, 8, 16};
+  for (double ls : scales) {
+    Config c = seed_shape;
+    c.logit_scale = ls;
+    l.configs.push_back(c);
+  }
+  s.push_back(l);
+  return s;
+}
+
+int usage(const char* argv0) {
+  std::fprintf(stderr,
+               "usage: %s [--out DIR] [--quick] [--seed S] [--jobs J]\n"
+               "  --out DIR  where precision.csv, error_hist.csv and run_info.csv go (default build/report)\n"
+               "  --quick    a reduced run (N <= 256) for the smoke test\n"
+               "  --seed S   input seed (default: COURSE_SEED or 1)\n"
+               "  --jobs J   threads, one configuration each (default 2)\n",
+               argv0);
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::filesystem::path out_dir = "build/report";
+  bool quick = false;
+  std::uint64_t seed = 1;
+  if (const char* env = std::getenv("COURSE_SEED")) seed = std::strtoull(env, nullptr, 10);
+  int jobs = 2;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--out" && i + 1 < argc) out_dir = argv[++i];
+    else if (a == "--quick") quick = true;
+    else if (a == "--seed" && i + 1 < argc) seed = std::strtoull(argv[++i], nullptr, 10);
+    else if (a == "--jobs" && i + 1 < argc) jobs = std::max(1, std::atoi(argv[++i]));
+    else if (a == "-h" || a == "--help") return usage(argv[0]), 0;
+    else return usage(argv[0]);
+  }
+  std::filesystem::create_directories(out_dir);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::printf("[report] precision of the lab 3 solution vs the fp64 reference; seed %llu%s, %d "
+              "threads\n",
+              static_cast<unsigned long long>(seed), quick ? " (quick)" : "", jobs);
+
+  // Every distinct configuration once (the seed shape recurs in three sweeps), the most
+  // expensive first, on `jobs` threads.
+  const std::vector<Study> all_studies = studies(quick);
+  const Config seed_config = all_studies.front().configs.front();
+  std::vector<Config> todo;
+  std::map<decltype(Config{}.key()), ConfigResult> done;
+  for (const Study& st : all_studies)
+    for (const Config& c : st.configs)
+      if (done.emplace(c.key(), ConfigResult{}).second) todo.push_back(c);
+  std::stable_sort(todo.begin(), todo.end(), [](const Config& a, const Config& b) {
+    return double(a.H) * a.N * a.N > double(b.H) * b.N * b.N;
+  });
+  std::atomic<std::size_t> next{0};
+  std::mutex lock;
+  std::string failure;
+  auto worker = [&] {
+    for (std::size_t i; (i = next++) < todo.size();) {
+      const Config& c = todo[i];
+      const auto t = std::chrono::steady_clock::now();
+      try {
+        ConfigResult r = measure(c, seed, c.key() == seed_config.key());
+        std::lock_guard<std::mutex> g(lock);
+        done[c.key()] = std::move(r);
+        std::printf("[report] H=%d N=%-5d d=%d block=%-4d logit x%-4g %-10s %6.2f s\n", c.H,
+                    c.N, c.d, c.block, c.logit_scale, c.causal ? "causal" : "non-causal",
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count());
+        std::fflush(stdout);
+      } catch (const std::exception& e) {
+        std::lock_guard<std::mutex> g(lock);
+        if (failure.empty()) failure = e.what();
+        next = todo.size();
+      }
+    }
+  };
+  {
+    std::vector<std::thread> threads;
+    for (int j = 1; j < jobs; ++j) threads.emplace_back(worker);
+    worker();
+    for (auto& t : threads) t.join();
+  }
+  if (!failure.empty()) {
+    std::fprintf(stderr, "[report] the lab 3 solution failed: %s\n", failure.c_str());
+    return 1;
+  }
+
+  std::ofstream rows_csv(out_dir / "precision.csv");
+  rows_csv << "study,varied,dtype,arithmetic,comparison,quantity,H,N,d,block_q,block_k,"
+              "logit_scale,causal,distribution,seed,max_abs,max_rel,p50_abs,p99_abs,bad_count,"
+              "count,worst_index,worst_got,worst_ref,ref_max_abs,description\n";
+  std::ofstream hist_csv(out_dir / "error_hist.csv");
+  hist_csv << "study,dtype,arithmetic,comparison,bin_lo,bin_hi,count\n";
+  double seed_fp64_max_abs = -1;
+  for (const Study& st : all_studies) {
+    for (const Config& c : st.configs) {
+      const ConfigResult& res = done.at(c.key());
+      for (const Row& r : res.rows) {
+        const auto& s = r.stats;
+        rows_csv << st.name << ',' << st.varied << ',' << r.dtype << ',' << csv(r.arithmetic)
+                 << ',' << r.comparison << ',' << r.quantity << ',' << c.H << ',' << c.N << ','
+                 << c.d << ',' << c.block << ',' << c.block << ',' << c.logit_scale << ','
+                 << (c.causal ? 1 : 0) << ",normal," << seed << ',' << num(s.max_abs) << ','
+                 << num(s.max_rel) << ',' << num(s.p50_abs) << ',' << num(s.p99_abs) << ','
+                 << s.bad_count << ',' << s.count << ',' << csv(s.index_string(s.worst)) << ','
+                 << num(s.worst_got) << ',' << num(s.worst_ref) << ',' << num(r.ref_max_abs)
+                 << ',' << csv(describe(r.comparison)) << '\n';
+        if (st.name != "seed") continue;
+        if (r.dtype == "fp64" && r.comparison == "solution_vs_ref" && r.quantity == "O")
+          seed_fp64_max_abs = s.max_abs;
+        if (r.comparison == "solution_vs_ref")
+          std::printf("[report] seed shape  %-32s %-3s max abs %.3e  p50 %.3e  p99 %.3e  max rel "
+                      "%.3e  NaN/Inf %ld\n",
+                      r.arithmetic.c_str(), r.quantity.c_str(), s.max_abs, s.p50_abs, s.p99_abs,
+                      s.max_rel, s.bad_count);
+      }
+      if (st.name == "seed")
+        for (const Histogram& h : res.hists) {
+          const std::string head =
+              st.name + ',' + h.dtype + ',' + csv(h.arithmetic) + ',' + h.comparison + ',';
+          hist_csv << head << "zero,zero," << h.zeros << '\n';
+          hist_csv << head << "-inf," << num(kHistLo) << ',' << h.below << '\n';
+          for (int k = 0; k < kHistBins; ++k)
+            if (h.counts[k])
+              hist_csv << head << num(kHistLo + k * kHistStep) << ','
+                       << num(kHistLo + (k + 1) * kHistStep) << ',' << h.counts[k] << '\n';
+          hist_csv << head << num(kHistHi) << ",inf," << h.above << '\n';
+        }
+    }
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::ofstream info(out_dir / "run_info.csv");
+  info << "key,value\nseed," << seed << "\nquick," << (quick ? 1 : 0) << "\njobs," << jobs
+       << "\nseconds," << seconds << "\nsolution,lab3_solution (solutions/lab3_attention)\n";
+  rows_csv.close();
+  hist_csv.close();
+  info.close();
+  std::printf("[report] wrote precision.csv, error_hist.csv, run_info.csv to %s in %.1f s\n",
+              out_dir.c_str(), seconds);
+  // The report must be able to tell a broken solution: blockwise fp64 is exact up to rounding.
+  if (!(seed_fp64_max_abs >= 0 && seed_fp64_max_abs < 1e-12)) {
+    std::fprintf(stderr,
+                 "[report] FAIL: blockwise fp64 vs one-shot fp64 max abs error %.3e is not at "
+                 "rounding noise (< 1e-12): the lab 3 solution is wrong\n",
+                 seed_fp64_max_abs);
+    return 1;
+  }
+  return 0;
+}
