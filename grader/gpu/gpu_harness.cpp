@@ -1,0 +1,308 @@
+#include "gpu_harness.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <Eigen/Core>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+
+#include "attention_fp64.hpp"
+#include "compare.hpp"
+#include "reference/reference.hpp"
+#include "standard_attention.hpp"
+
+namespace gpu_grading {
+
+namespace {
+
+void check_cuda(cudaError_t status, const std::string& call) {
+  if (status != cudaSuccess)
+    throw std::runtime_error(call + " failed: " + cudaGetErrorString(status));
+}
+
+// A device allocation that frees itself.
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
+    check_cuda(cudaMalloc(&ptr_, bytes ? bytes : 1), "cudaMalloc(" + std::to_string(bytes) + " bytes)");
+  }
+  ~DeviceBuffer() { cudaFree(ptr_); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  void* get() const { return ptr_; }
+  void upload(const std::vector<std::uint8_t>& host) {
+    check_cuda(cudaMemcpy(ptr_, host.data(), host.size(), cudaMemcpyHostToDevice), "cudaMemcpy to device");
+  }
+  std::vector<std::uint8_t> download() const {
+    std::vector<std::uint8_t> host(bytes_);
+    check_cuda(cudaMemcpy(host.data(), ptr_, bytes_, cudaMemcpyDeviceToHost), "cudaMemcpy to host");
+    return host;
+  }
+
+ private:
+  void* ptr_ = nullptr;
+  std::size_t bytes_;
+};
+
+// The value a double becomes when stored in the dtype, and its bits.
+double round_to(Storage s, double x) {
+  switch (s) {
+    case Storage::fp32: return double(float(x));
+    case Storage::bf16: return double(float(Eigen::bfloat16(float(x))));
+    case Storage::fp16: return double(float(Eigen::half(float(x))));
+  }
+  return x;
+}
+void append_bits(Storage s, double rounded, std::vector<std::uint8_t>& out) {
+  const std::size_t at = out.size();
+  out.resize(at + bytes_per_element(s));
+  if (s == Storage::fp32) {
+    const float f = float(rounded);
+    std::memcpy(out.data() + at, &f, 4);
+  } else if (s == Storage::bf16) {
+    const Eigen::bfloat16 b{static_cast<float>(rounded)};
+    std::memcpy(out.data() + at, &b, 2);
+  } else {
+    const Eigen::half h{static_cast<float>(rounded)};
+    std::memcpy(out.data() + at, &h, 2);
+  }
+}
+double from_bits(Storage s, const std::uint8_t* p) {
+  if (s == Storage::fp32) {
+    float f;
+    std::memcpy(&f, p, 4);
+    return f;
+  }
+  if (s == Storage::bf16) {
+    Eigen::bfloat16 b;
+    std::memcpy(&b, p, 2);
+    return double(float(b));
+  }
+  Eigen::half h;
+  std::memcpy(&h, p, 2);
+  return double(float(h));
+}
+
+std::vector<double> to_doubles(Storage s, const std::vector<std::uint8_t>& bytes) {
+  const std::size_t n = bytes.size() / bytes_per_element(s);
+  std::vector<double> out(n);
+  for (std::size_t i = 0; i < n; ++i) out[i] = from_bits(s, bytes.data() + i * bytes_per_element(s));
+  return out;
+}
+
+// One tensor [B, H, rows, d] drawn from its own stream of the seed.
+void generate(const Config& c, int rows, const std::string& label, std::uint64_t seed,
+              std::vector<double>& values, std::vector<std::uint8_t>& bytes) {
+  reference::Rng rng(seed, label + "/" + c.describe());
+  const Eigen::MatrixXd x = reference::random_matrix(Eigen::Index(c.B) * c.H * rows, c.d, c.dist, rng);
+  values.clear();
+  bytes.clear();
+  for (Eigen::Index r = 0; r < x.rows(); ++r)
+    for (Eigen::Index j = 0; j < x.cols(); ++j) {
+      const double v = round_to(c.dtype, x(r, j));
+      values.push_back(v);
+      append_bits(c.dtype, v, bytes);
+    }
+}
+
+std::size_t count_o(const Config& c) { return std::size_t(c.B) * c.H * c.Nq * c.d; }
+std::size_t count_lse(const Config& c) { return std::size_t(c.B) * c.H * c.Nq; }
+
+// A head of a flattened [B, H, N, d] tensor as an N x d matrix.
+Eigen::MatrixXd head(const std::vector<double>& t, const Config& c, int rows, int bh) {
+  Eigen::MatrixXd m(rows, c.d);
+  const std::size_t base = std::size_t(bh) * rows * c.d;
+  for (int r = 0; r < rows; ++r)
+    for (int j = 0; j < c.d; ++j) m(r, j) = t[base + std::size_t(r) * c.d + j];
+  return m;
+}
+void put_head(const reference::Attention<double>& a, const Config& c, int bh, Outputs& out) {
+  for (int r = 0; r < c.Nq; ++r) {
+    out.lse[std::size_t(bh) * c.Nq + r] = a.lse(r);
+    for (int j = 0; j < c.d; ++j) out.O[(std::size_t(bh) * c.Nq + r) * c.d + j] = a.O(r, j);
+  }
+}
+
+Reference cpu_reference(const Config& c, const Inputs& in) {
+  Reference ref;
+  for (Outputs* o : {&ref.exact, &ref.plain}) {
+    o->O.assign(count_o(c), 0.0);
+    o->lse.assign(count_lse(c), 0.0);
+  }
+  for (int bh = 0; bh < c.B * c.H; ++bh) {
+    const Eigen::MatrixXd q = head(in.q, c, c.Nq, bh), k = head(in.k, c, c.Nk, bh),
+                          v = head(in.v, c, c.Nk, bh);
+    put_head(reference::attention<double>(q, k, v, c.scale_value(), c.causal), c, bh, ref.exact);
+    switch (c.dtype) {
+      case Storage::fp32:
+        put_head(reference::plain_attention<float>(q, k, v, c.scale_value(), c.causal), c, bh, ref.plain);
+        break;
+      case Storage::bf16:
+        put_head(reference::plain_attention<Eigen::bfloat16>(q, k, v, c.scale_value(), c.causal), c, bh, ref.plain);
+        break;
+      case Storage::fp16:
+        put_head(reference::plain_attention<Eigen::half>(q, k, v, c.scale_value(), c.causal), c, bh, ref.plain);
+        break;
+    }
+  }
+  return ref;
+}
+
+Reference gpu_reference(const Config& c, const Inputs& in) {
+  if (c.dtype == Storage::fp16)
+    throw std::invalid_argument("the GPU reference path takes fp32 or bf16 inputs; grade fp16 at CPU sizes");
+  const auto type = c.dtype == Storage::fp32 ? course::reference::gpu::InputType::fp32
+                                             : course::reference::gpu::InputType::bf16;
+  DeviceBuffer q(in.q_bytes.size()), k(in.k_bytes.size()), v(in.v_bytes.size());
+  q.upload(in.q_bytes);
+  k.upload(in.k_bytes);
+  v.upload(in.v_bytes);
+  DeviceBuffer o64(count_o(c) * 8), lse64(count_lse(c) * 8);
+  course::reference::gpu::attention_fp64(q.get(), k.get(), v.get(), type, c.B, c.H, c.Nq, c.Nk, c.d,
+                                         c.causal, c.scale_value(), static_cast<double*>(o64.get()),
+                                         static_cast<double*>(lse64.get()));
+  check_cuda(cudaDeviceSynchronize(), "GPU fp64 reference");
+  Reference ref;
+  auto as_doubles = [](const std::vector<std::uint8_t>& b) {
+    std::vector<double> d(b.size() / 8);
+    std::memcpy(d.data(), b.data(), b.size());
+    return d;
+  };
+  ref.exact.O = as_doubles(o64.download());
+  ref.exact.lse = as_doubles(lse64.download());
+
+  // The same-dtype plain implementation: standard attention with S and P in the dtype.
+  const course::lab4::DType dt = c.dtype == Storage::fp32 ? course::lab4::DType::fp32 : course::lab4::DType::bf16;
+  DeviceBuffer o(count_o(c) * bytes_per_element(c.dtype)), lse(count_lse(c) * 4);
+  course::bench::StandardAttention standard;
+  course::lab4::ForwardOptions opt;
+  opt.causal = c.causal;
+  opt.scale = c.scale;
+  const cudaError_t st = standard.forward(q.get(), k.get(), v.get(), o.get(), static_cast<float*>(lse.get()), dt,
+                                          {c.B, c.H, c.Nq, c.Nk, c.d}, opt);
+  check_cuda(st, "standard attention (the plain baseline)");
+  check_cuda(cudaDeviceSynchronize(), "standard attention (the plain baseline)");
+  ref.plain.O = to_doubles(c.dtype, o.download());
+  const auto lse_bytes = lse.download();
+  ref.plain.lse.resize(count_lse(c));
+  for (std::size_t i = 0; i < ref.plain.lse.size(); ++i) {
+    float f;
+    std::memcpy(&f, lse_bytes.data() + 4 * i, 4);
+    ref.plain.lse[i] = f;
+  }
+  return ref;
+}
+
+}  // namespace
+
+const char* name(Storage s) {
+  switch (s) {
+    case Storage::fp32: return "fp32";
+    case Storage::bf16: return "bf16";
+    case Storage::fp16: return "fp16";
+  }
+  return "?";
+}
+
+std::size_t bytes_per_element(Storage s) { return s == Storage::fp32 ? 4 : 2; }
+
+void require_device() {
+  static const std::string why = [] {
+    int count = 0;
+    const cudaError_t st = cudaGetDeviceCount(&count);
+    if (st != cudaSuccess) return std::string(" (cudaGetDeviceCount: ") + cudaGetErrorString(st) + ")";
+    if (count == 0) return std::string(" (cudaGetDeviceCount found none)");
+    return std::string();
+  }();
+  if (!why.empty()) grading::skip("no CUDA device here; GPU labs are graded on a machine with an NVIDIA GPU" + why);
+}
+
+double Config::scale_value() const { return scale != 0.0f ? double(scale) : 1.0 / std::sqrt(double(d)); }
+
+std::string Config::describe() const {
+  return std::string(name(dtype)) + " B=" + std::to_string(B) + " H=" + std::to_string(H) +
+         " Nq=" + std::to_string(Nq) + " Nk=" + std::to_string(Nk) + " d=" + std::to_string(d) +
+         (causal ? " causal" : " non-causal") +
+         (scale != 0.0f ? " scale=" + std::to_string(scale) : std::string(" scale=1/sqrt(d)")) + " " +
+         reference::to_string(dist);
+}
+
+Inputs make_inputs(const Config& c, std::uint64_t seed) {
+  Inputs in;
+  generate(c, c.Nq, "q", seed, in.q, in.q_bytes);
+  generate(c, c.Nk, "k", seed, in.k, in.k_bytes);
+  generate(c, c.Nk, "v", seed, in.v, in.v_bytes);
+  return in;
+}
+
+Outputs run_on_device(const Config& c, const Inputs& in, const Launch& launch) {
+  DeviceBuffer q(in.q_bytes.size()), k(in.k_bytes.size()), v(in.v_bytes.size());
+  q.upload(in.q_bytes);
+  k.upload(in.k_bytes);
+  v.upload(in.v_bytes);
+  DeviceBuffer o(count_o(c) * bytes_per_element(c.dtype)), lse(count_lse(c) * 4);
+  // All-ones bytes are NaN in fp32, bf16 and fp16: an element the kernel never writes stays NaN.
+  check_cuda(cudaMemset(o.get(), 0xFF, count_o(c) * bytes_per_element(c.dtype)), "cudaMemset(O)");
+  check_cuda(cudaMemset(lse.get(), 0xFF, count_lse(c) * 4), "cudaMemset(lse)");
+  check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize before the launch");
+  cudaStream_t stream;
+  check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  try {
+    launch(q.get(), k.get(), v.get(), o.get(), static_cast<float*>(lse.get()), stream);
+    check_cuda(cudaStreamSynchronize(stream), "the kernel (cudaStreamSynchronize after the launch)");
+    check_cuda(cudaGetLastError(), "the kernel (cudaGetLastError after the launch)");
+  } catch (...) {
+    cudaStreamDestroy(stream);
+    throw;
+  }
+  cudaStreamDestroy(stream);
+  Outputs out;
+  out.O = to_doubles(c.dtype, o.download());
+  const auto lse_bytes = lse.download();
+  out.lse.resize(count_lse(c));
+  for (std::size_t i = 0; i < out.lse.size(); ++i) {
+    float f;
+    std::memcpy(&f, lse_bytes.data() + 4 * i, 4);
+    out.lse[i] = f;
+  }
+  out.inputs_unchanged = q.download() == in.q_bytes && k.download() == in.k_bytes && v.download() == in.v_bytes;
+  return out;
+}
+
+Reference reference_for(const Config& c, const Inputs& in) {
+  const double work = double(c.B) * c.H * c.Nq * c.Nk * c.d;
+  return (work <= 4e7 || c.dtype == Storage::fp16) ? cpu_reference(c, in) : gpu_reference(c, in);
+}
+
+bool expect_matches(const Config& c, const Outputs& got, const Reference& ref, const std::string& what) {
+  const grading::Shape o_shape = {c.B, c.H, c.Nq, c.d}, lse_shape = {c.B, c.H, c.Nq};
+  const std::string dtype = name(c.dtype);
+  auto max_abs_finite = [](const std::vector<double>& x) {
+    double m = 0;
+    for (double v : x)
+      if (std::isfinite(v)) m = std::max(m, std::abs(v));
+    return m;
+  };
+  const auto o_plain = grading::compare(ref.plain.O, ref.exact.O, o_shape);
+  const auto lse_plain = grading::compare(ref.plain.lse, ref.exact.lse, lse_shape);
+  const grading::Case o_case{what + " O", dtype, o_shape, c.describe()};
+  const grading::Case lse_case{what + " lse", dtype, lse_shape, c.describe()};
+  const bool o_ok = grading::expect_within(
+      o_case, grading::compare(got.O, ref.exact.O, o_shape),
+      grading::tolerance(grading::Quantity::output, dtype, o_plain.max_abs, max_abs_finite(ref.exact.O)));
+  // LSE is fp32 for every dtype: its band is the fp32 one, with the plain baseline's error.
+  const bool lse_ok = grading::expect_within(
+      lse_case, grading::compare(got.lse, ref.exact.lse, lse_shape),
+      grading::tolerance(grading::Quantity::lse, "fp32", lse_plain.max_abs, max_abs_finite(ref.exact.lse)));
+  return o_ok && lse_ok;
+}
+
+bool check_config(const Config& c, const Launch& launch, const std::string& what, std::uint64_t seed) {
+  const Inputs in = make_inputs(c, seed);
+  const Outputs got = run_on_device(c, in, launch);
+  return expect_matches(c, got, reference_for(c, in), what);
+}
+
+}  // namespace gpu_grading

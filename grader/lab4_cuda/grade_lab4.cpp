@@ -1,0 +1,194 @@
+// Lab 4 grader: the tiled CUDA FlashAttention forward kernel.
+//
+// Every launch gets NaN-poisoned O and LSE buffers (each element must be written), runs on a
+// non-default stream, and is compared with the fp64 reference: the CPU reference for small
+// shapes, the GPU fp64 reference for large ones, with bands from the shared table whose
+// baseline is the same-dtype plain implementation. Without a CUDA device every check is
+// skipped, and the scoreboard says so.
+#include <cuda_runtime_api.h>
+
+#include <string>
+#include <vector>
+
+#include "course/errors.hpp"
+#include "course/lab4_cuda.hpp"
+#include "gpu_harness.hpp"
+
+using gpu_grading::Config;
+using gpu_grading::Storage;
+
+namespace {
+
+// Launches the lab's kernel the way every check does.
+void launch_lab4(const Config& c, const void* q, const void* k, const void* v, void* o, float* lse,
+                 void* stream) {
+  course::lab4::ForwardOptions options;
+  options.causal = c.causal;
+  options.scale = c.scale;
+  options.stream = static_cast<cudaStream_t>(stream);
+  course::lab4::flash_attention_forward(q, k, v, o, lse,
+                                        c.dtype == Storage::fp32 ? course::lab4::DType::fp32
+                                                                 : course::lab4::DType::bf16,
+                                        {c.B, c.H, c.Nq, c.Nk, c.d}, options);
+}
+
+bool check(const Config& c, std::uint64_t seed = grading::seed()) {
+  return gpu_grading::check_config(
+      c,
+      [&](const void* q, const void* k, const void* v, void* o, float* lse, void* s) {
+        launch_lab4(c, q, k, v, o, lse, s);
+      },
+      "flash_attention_forward", seed);
+}
+
+// Small shapes: every N of the issue, every head dimension, causal and not, several heads.
+void small_shapes(Storage dtype) {
+  for (int d : {32, 64, 128})
+    for (int n : {1, 2, 3, 7, 64, 113})
+      for (bool causal : {false, true}) {
+        Config c;
+        c.B = 2;
+        c.H = 3;
+        c.Nq = c.Nk = n;
+        c.d = d;
+        c.dtype = dtype;
+        c.causal = causal;
+        check(c);
+      }
+}
+
+const char* kSmallFp32 = "fp32: small shapes match the fp64 reference";
+
+}  // namespace
+
+TEST_CASE("fp32: small shapes match the fp64 reference" * grading::points(4)) {
+  gpu_grading::require_device();
+  small_shapes(Storage::fp32);
+}
+
+TEST_CASE("bf16: small shapes within band" * grading::points(3)) {
+  gpu_grading::require_device();
+  small_shapes(Storage::bf16);
+}
+
+TEST_CASE("causal: bottom-right alignment with Nq != Nk, rows with no key" * grading::points(3)) {
+  gpu_grading::require_device();
+  // Nq > Nk leaves the first Nq - Nk query rows with no key: O = 0, LSE = -inf.
+  for (auto [nq, nk] : {std::pair{113, 1}, std::pair{1, 113}, std::pair{64, 200}, std::pair{200, 64},
+                        std::pair{7, 3}, std::pair{65, 130}})
+    for (Storage dtype : {Storage::fp32, Storage::bf16}) {
+      Config c;
+      c.B = 1;
+      c.H = 2;
+      c.Nq = nq;
+      c.Nk = nk;
+      c.d = 64;
+      c.dtype = dtype;
+      c.causal = true;
+      check(c);
+      c.causal = false;
+      check(c);
+    }
+}
+
+TEST_CASE("every output element is written (NaN-poisoned outputs, N not a multiple of the tile)" *
+          grading::points(2)) {
+  gpu_grading::require_device();
+  for (int n : {1000, 129, 65}) {
+    Config c;
+    c.B = 3;
+    c.H = 2;
+    c.Nq = c.Nk = n;
+    c.d = 64;
+    check(c);
+  }
+}
+
+TEST_CASE("large shapes against the GPU fp64 reference" * grading::points(4)) {
+  gpu_grading::require_device();
+  for (Storage dtype : {Storage::fp32, Storage::bf16})
+    for (int d : {64, 128})
+      for (bool causal : {false, true}) {
+        Config c;
+        c.B = 2;
+        c.H = 4;
+        c.Nq = c.Nk = 4096;
+        c.d = d;
+        c.dtype = dtype;
+        c.causal = causal;
+        c.dist = reference::Distribution::outliers;
+        check(c);
+      }
+  Config odd;  // many tiles, the last one partial
+  odd.B = 1;
+  odd.H = 8;
+  odd.Nq = odd.Nk = 3001;
+  odd.d = 128;
+  odd.causal = true;
+  check(odd);
+}
+
+TEST_CASE("deterministic and right for several seeds (no race)" * grading::points(2)) {
+  gpu_grading::require_device();
+  // A missing barrier shows up as results that change from run to run, or with the seed.
+  Config c;
+  c.B = 2;
+  c.H = 4;
+  c.Nq = c.Nk = 1500;
+  c.d = 64;
+  c.causal = true;
+  for (std::uint64_t extra = 0; extra < 3; ++extra) {
+    const std::uint64_t seed = grading::seed() * 1000 + extra;
+    const auto in = gpu_grading::make_inputs(c, seed);
+    auto launch = [&](const void* q, const void* k, const void* v, void* o, float* lse, void* s) {
+      launch_lab4(c, q, k, v, o, lse, s);
+    };
+    const auto first = gpu_grading::run_on_device(c, in, launch);
+    const auto second = gpu_grading::run_on_device(c, in, launch);
+    grading::expect(first.O == second.O && first.lse == second.lse,
+                    {"flash_attention_forward", "fp32", {c.B, c.H, c.Nq, c.d}, c.describe()},
+                    "two runs on the same inputs gave different results: a race (a missing "
+                    "__syncthreads, or a read of shared memory another warp is still writing)");
+    gpu_grading::expect_matches(c, first, gpu_grading::reference_for(c, in), "flash_attention_forward");
+  }
+}
+
+TEST_CASE("inputs unchanged and scale honoured" * grading::points(2)) {
+  gpu_grading::require_device();
+  for (float scale : {0.3f, 1.0f, 0.0f}) {
+    Config c;
+    c.B = 1;
+    c.H = 2;
+    c.Nq = 100;
+    c.Nk = 150;
+    c.d = 32;
+    c.scale = scale;
+    c.dist = reference::Distribution::outliers;
+    const auto in = gpu_grading::make_inputs(c, grading::seed());
+    const auto out = gpu_grading::run_on_device(
+        c, in, [&](const void* q, const void* k, const void* v, void* o, float* lse, void* s) {
+          launch_lab4(c, q, k, v, o, lse, s);
+        });
+    grading::expect(out.inputs_unchanged, {"flash_attention_forward", "fp32", {c.B, c.H, c.Nq, c.d}, c.describe()},
+                    "the kernel modified Q, K or V");
+    gpu_grading::expect_matches(c, out, gpu_grading::reference_for(c, in), "flash_attention_forward");
+  }
+}
+
+TEST_CASE("bad input gets a clear error" * grading::points(2, kSmallFp32)) {
+  gpu_grading::require_device();
+  float* dummy = nullptr;
+  cudaMalloc(reinterpret_cast<void**>(&dummy), 1 << 20);
+  course::lab4::ForwardOptions opt;
+  using course::lab4::DType;
+  CHECK_THROWS_AS(course::lab4::flash_attention_forward(dummy, dummy, dummy, dummy, dummy, DType::fp32,
+                                                        {1, 1, 16, 16, 48}, opt),
+                  course::BadInput);  // d = 48 is not supported
+  CHECK_THROWS_AS(course::lab4::flash_attention_forward(nullptr, dummy, dummy, dummy, dummy, DType::fp32,
+                                                        {1, 1, 16, 16, 64}, opt),
+                  course::BadInput);
+  CHECK_THROWS_AS(course::lab4::flash_attention_forward(dummy, dummy, dummy, dummy, dummy, DType::fp32,
+                                                        {1, 1, 0, 16, 64}, opt),
+                  course::BadInput);
+  cudaFree(dummy);
+}

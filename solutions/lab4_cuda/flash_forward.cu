@@ -1,0 +1,474 @@
+// Lab 4: a tiled FlashAttention forward kernel on CUDA cores (FA1 Algorithm 1, no tensor cores).
+//
+// Reading guide. Dao et al. 2022, Algorithm 1, loops over K/V blocks outside (line 5) and Q
+// blocks inside (line 7), and round-trips O, l and m through HBM on every step (lines 8, 12,
+// 13). This kernel swaps the two loops, as FlashAttention-2 does: one CTA owns one query tile
+// Q_i for its whole life and walks over every K/V tile. Then O_i, l_i and m_i never leave the
+// chip: they live in registers, Q_i is loaded once, and the division by l (line 12) happens
+// once, at the end. Every step below names the line of Algorithm 1 it implements.
+//
+// Work split inside a CTA (128 threads = 4 warps, query tile of kBr = 64 rows):
+//   thread t = 16 * ty + tx, ty in [0, 8), tx in [0, 16).
+//   * Thread (ty, tx) owns the 8 query rows  r = ty + 8 * i          (i in [0, 8)).
+//   * For S = Q K^T it computes those rows against the keys  c = tx + 16 * j  (j < Bc / 16).
+//   * For O += P V it owns those rows and the output columns  4 * tx .. 4 * tx + 3  (and the
+//     same + 64 at d = 128; 2 * tx and 2 * tx + 1 at d = 32), read from V with float4/float2.
+//   The 16 threads that share a row are the 16 lanes of one half-warp, so row maxima and row
+//   sums are shuffles, and a warp only ever reads the P rows that it wrote itself: the P
+//   hand-over needs __syncwarp, not __syncthreads.
+//
+// Numerics: fp32 everywhere on chip (bf16 is only a storage format, converted on load). Q is
+// multiplied by scale * log2(e) as it is staged, so the scores come out in base-2 units and
+// every exponential is one exp2f, which maps onto the hardware's base-2 exponential (MUFU.EX2);
+// LSE is converted back to natural log at the end.
+//
+// Speed, measured on an H200 (fp32 peak on CUDA cores about 67 TFLOP/s): about 38 TFLOP/s at
+// d = 64 and 33 at d = 128, bf16 or fp32 storage alike. The next large factor comes from the
+// tensor cores (lab 5).
+#include "course/errors.hpp"
+#include "course/lab4_cuda.hpp"
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace course::lab4 {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Host-side helpers (given).
+
+[[maybe_unused]] void check_cuda(cudaError_t status, const char* call) {
+  if (status != cudaSuccess) {
+    throw std::runtime_error(std::string(call) + " failed: " + cudaGetErrorString(status));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tile configuration (given). Sizes are compile-time so that every per-thread array below is
+// indexed by constants after unrolling and stays in registers.
+
+constexpr int kThreads = 128;   // 4 warps per CTA
+constexpr int kRowGroups = 8;   // ty
+constexpr int kColGroups = 16;  // tx: the 16 lanes that share a query row
+constexpr int kBr = 64;         // query rows per CTA (B_r in Algorithm 1)
+[[maybe_unused]] constexpr int kRowsPerThread = kBr / kRowGroups;  // 8
+
+template <int D>
+struct TileConfig {
+  static_assert(D == 32 || D == 64 || D == 128, "head dimension must be 32, 64 or 128");
+  // Keys per K/V tile (B_c). At d = 128 a 64-key tile needs 118 KB of shared memory and leaves
+  // one CTA per multiprocessor, with nothing to run while that CTA waits for its loads; 32 keys
+  // keep two CTAs resident (measured on an H200: 33 against 31 TFLOP/s).
+  static constexpr int kBc = (D == 128) ? 32 : 64;
+  static constexpr int kKeysPerThread = kBc / kColGroups;      // 4 or 2
+  static constexpr int kColsPerThread = D / kColGroups;        // 2, 4 or 8 output columns
+  static constexpr int kVec = kColsPerThread < 4 ? kColsPerThread : 4;  // floats per V read
+  static constexpr int kChunks = kColsPerThread / kVec;       // V reads per key
+  // Row pitches of the shared-memory tiles, in floats. +4 floats (16 bytes) shifts each row by
+  // four banks, so 8 consecutive rows read with float4 cover all 32 banks once: the K reads of
+  // 16 lanes (16 different keys, same k) and the Q reads of a warp (2 rows) are conflict-free.
+  static constexpr int kPitchQK = D + 4;
+  static constexpr int kPitchV = D;  // V is read along rows: already conflict-free
+  // P is written by scalar stores from two rows per warp (ty and ty+1); a pitch of 16 (mod 32)
+  // puts those two rows in opposite halves of the banks.
+  static constexpr int kPitchP = kBc + 16;
+  static constexpr int kSmemFloats =
+      kBr * kPitchQK + kBc * kPitchQK + kBc * kPitchV + kBr * kPitchP;
+  static constexpr int kSmemBytes = kSmemFloats * static_cast<int>(sizeof(float));
+  // CTAs we want resident per multiprocessor. Shared memory (228 KB) allows 4, 3 and 2;
+  // __launch_bounds__ caps the registers per thread so that registers allow as many (at
+  // d = 32, 4 CTAs would cap them at 128 and spill, so we settle for 3).
+  static constexpr int kMinBlocks = (D == 128) ? 2 : 3;
+};
+
+struct KernelParams {
+  const void* q;
+  const void* k;
+  const void* v;
+  void* o;
+  float* lse;
+  int nq;
+  int nk;
+  int num_q_tiles;
+  bool causal;
+  float scale_log2;  // softmax scale * log2(e)
+};
+
+// ---------------------------------------------------------------------------------------------
+// Device helpers (given): 16-byte loads of either dtype into fp32, and stores back.
+
+[[maybe_unused]] __device__ __forceinline__ void load16(const float* src, float* dst) {
+  const float4 x = *reinterpret_cast<const float4*>(src);
+  dst[0] = x.x;
+  dst[1] = x.y;
+  dst[2] = x.z;
+  dst[3] = x.w;
+}
+
+[[maybe_unused]] __device__ __forceinline__ void load16(const __nv_bfloat16* src, float* dst) {
+  const uint4 raw = *reinterpret_cast<const uint4*>(src);
+  const __nv_bfloat162* pairs = reinterpret_cast<const __nv_bfloat162*>(&raw);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 f = __bfloat1622float2(pairs[i]);
+    dst[2 * i] = f.x;
+    dst[2 * i + 1] = f.y;
+  }
+}
+
+// Copies rows [0, ROWS) of a row-major [*, D] block in global memory into a shared fp32 tile
+// with row pitch `pitch`, multiplying by `mul`. Rows at or past `valid_rows` are filled with
+// zeros, so that a partial tile at the end of the sequence never reads out of bounds.
+template <int ROWS, int D, typename T>
+__device__ __forceinline__ void load_tile(float* tile, int pitch, const T* src, int valid_rows,
+                                          float mul) {
+  constexpr int kPerLoad = 16 / static_cast<int>(sizeof(T));  // 4 floats or 8 bf16
+  constexpr int kLoadsPerRow = D / kPerLoad;
+  constexpr int kLoads = ROWS * kLoadsPerRow;
+  static_assert(kLoads % kThreads == 0, "tile must split evenly over the CTA");
+#pragma unroll
+  for (int it = 0; it < kLoads / kThreads; ++it) {
+    const int e = static_cast<int>(threadIdx.x) + it * kThreads;
+    const int row = e / kLoadsPerRow;
+    const int col = (e % kLoadsPerRow) * kPerLoad;
+    float x[kPerLoad];
+    if (row < valid_rows) {
+      load16(src + static_cast<std::int64_t>(row) * D + col, x);
+    } else {
+#pragma unroll
+      for (int u = 0; u < kPerLoad; ++u) x[u] = 0.0f;
+    }
+#pragma unroll
+    for (int u = 0; u < kPerLoad; u += 4) {
+      *reinterpret_cast<float4*>(tile + row * pitch + col + u) =
+          make_float4(x[u] * mul, x[u + 1] * mul, x[u + 2] * mul, x[u + 3] * mul);
+    }
+  }
+}
+
+template <int N>
+__device__ __forceinline__ void load_smem(const float* src, float* dst) {
+  if constexpr (N == 4) {
+    const float4 x = *reinterpret_cast<const float4*>(src);
+    dst[0] = x.x;
+    dst[1] = x.y;
+    dst[2] = x.z;
+    dst[3] = x.w;
+  } else {
+    static_assert(N == 2, "vector width 2 or 4");
+    const float2 x = *reinterpret_cast<const float2*>(src);
+    dst[0] = x.x;
+    dst[1] = x.y;
+  }
+}
+
+template <int N>
+__device__ __forceinline__ void store_out(float* dst, const float* x) {
+  if constexpr (N == 4) {
+    *reinterpret_cast<float4*>(dst) = make_float4(x[0], x[1], x[2], x[3]);
+  } else {
+    *reinterpret_cast<float2*>(dst) = make_float2(x[0], x[1]);
+  }
+}
+
+template <int N>
+__device__ __forceinline__ void store_out(__nv_bfloat16* dst, const float* x) {
+  __nv_bfloat162* pairs = reinterpret_cast<__nv_bfloat162*>(dst);
+#pragma unroll
+  for (int u = 0; u < N / 2; ++u) pairs[u] = __floats2bfloat162_rn(x[2 * u], x[2 * u + 1]);
+}
+
+// Max and sum over the 16 lanes of a half-warp (the 16 threads that share a query row).
+[[maybe_unused]] __device__ __forceinline__ float half_warp_max(float x) {
+#pragma unroll
+  for (int offset = 8; offset > 0; offset /= 2) {
+    x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, offset));
+  }
+  return x;
+}
+
+[[maybe_unused]] __device__ __forceinline__ float half_warp_sum(float x) {
+#pragma unroll
+  for (int offset = 8; offset > 0; offset /= 2) x += __shfl_xor_sync(0xffffffffu, x, offset);
+  return x;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The kernel. Grid: (query tiles, B * H). One CTA = one query tile Q_i of one (batch, head).
+
+template <typename T, int D>
+__global__ void __launch_bounds__(kThreads, TileConfig<D>::kMinBlocks)
+    flash_forward_kernel(const KernelParams p) {
+  using Cfg = TileConfig<D>;
+  constexpr int kBc = Cfg::kBc;
+  constexpr int R = kRowsPerThread;
+  constexpr int KJ = Cfg::kKeysPerThread;
+  constexpr int VEC = Cfg::kVec;
+  constexpr int CH = Cfg::kChunks;
+  constexpr float kNegInf = -INFINITY;
+
+  extern __shared__ float4 smem_raw[];  // float4: 16-byte alignment for vector accesses
+  float* const q_s = reinterpret_cast<float*>(smem_raw);
+  float* const k_s = q_s + kBr * Cfg::kPitchQK;
+  float* const v_s = k_s + kBc * Cfg::kPitchQK;
+  float* const p_s = v_s + kBc * Cfg::kPitchV;
+
+  const int tx = static_cast<int>(threadIdx.x) % kColGroups;
+  const int ty = static_cast<int>(threadIdx.x) / kColGroups;
+
+  // BEGIN SOLUTION
+  //! Algorithm 1 lines 3-4: find this CTA's query tile and (batch, head). With causal masking
+  //! the last query tiles have the most keys to visit: launch them first (reverse the tile
+  //! index) so that the long CTAs do not start last and leave the GPU idle at the tail.
+  const int bh = static_cast<int>(blockIdx.y);
+  const int tile = p.causal ? p.num_q_tiles - 1 - static_cast<int>(blockIdx.x)
+                            : static_cast<int>(blockIdx.x);
+  const int q0 = tile * kBr;
+  const T* q_g = static_cast<const T*>(p.q) + (static_cast<std::int64_t>(bh) * p.nq + q0) * D;
+  const T* k_g = static_cast<const T*>(p.k) + static_cast<std::int64_t>(bh) * p.nk * D;
+  const T* v_g = static_cast<const T*>(p.v) + static_cast<std::int64_t>(bh) * p.nk * D;
+  T* o_g = static_cast<T*>(p.o) + (static_cast<std::int64_t>(bh) * p.nq + q0) * D;
+  float* lse_g = p.lse + static_cast<std::int64_t>(bh) * p.nq + q0;
+  const int q_rows = min(kBr, p.nq - q0);
+
+  //! Bottom-right causal alignment: query i sees keys j <= i + (Nk - Nq). The last key that any
+  //! row of this tile sees bounds the K/V loop: tiles entirely above the diagonal are skipped.
+  const int diag = p.nk - p.nq;
+  const int kv_end = p.causal ? min(p.nk, q0 + q_rows + diag) : p.nk;  // may be <= 0
+
+  //! Algorithm 1 line 2, on chip: m = -inf, l = 0, O = 0 for each of this thread's rows.
+  float m[R], l[R], o[R][CH * VEC];
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    m[i] = kNegInf;
+    l[i] = 0.0f;
+#pragma unroll
+    for (int c = 0; c < CH * VEC; ++c) o[i][c] = 0.0f;
+  }
+
+  //! Line 8 (once per CTA): stage Q_i in shared memory, pre-multiplied by scale * log2(e).
+  load_tile<kBr, D>(q_s, Cfg::kPitchQK, q_g, q_rows, p.scale_log2);
+
+  //! Line 5: for each K/V tile j.
+  for (int kv0 = 0; kv0 < kv_end; kv0 += kBc) {
+    //! Line 6: load K_j and V_j into shared memory. The barrier before it makes sure that no
+    //! warp still reads the previous tile; the one after makes the new tile visible to all.
+    __syncthreads();
+    const int kv_rows = min(kBc, p.nk - kv0);
+    load_tile<kBc, D>(k_s, Cfg::kPitchQK, k_g + static_cast<std::int64_t>(kv0) * D, kv_rows,
+                      1.0f);
+    load_tile<kBc, D>(v_s, Cfg::kPitchV, v_g + static_cast<std::int64_t>(kv0) * D, kv_rows,
+                      1.0f);
+    __syncthreads();
+
+    //! Line 9: S_ij = Q_i K_j^T, an R x KJ block of it per thread, 4 values of k at a time
+    //! (float4 reads from shared memory, R * KJ * 4 fused multiply-adds per R + KJ reads).
+    float s[R][KJ];
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+#pragma unroll
+      for (int j = 0; j < KJ; ++j) s[i][j] = 0.0f;
+    }
+#pragma unroll 4
+    for (int k = 0; k < D; k += 4) {
+      float kf[KJ][4];
+#pragma unroll
+      for (int j = 0; j < KJ; ++j) {
+        load_smem<4>(k_s + (tx + kColGroups * j) * Cfg::kPitchQK + k, kf[j]);
+      }
+#pragma unroll
+      for (int i = 0; i < R; ++i) {
+        float qf[4];
+        load_smem<4>(q_s + (ty + kRowGroups * i) * Cfg::kPitchQK + k, qf);
+#pragma unroll
+        for (int j = 0; j < KJ; ++j) {
+#pragma unroll
+          for (int u = 0; u < 4; ++u) s[i][j] = fmaf(qf[u], kf[j][u], s[i][j]);
+        }
+      }
+    }
+
+    //! Masking, only on the tiles that need it: the last tile when Nk is not a multiple of
+    //! B_c, and with causal masking the tiles that cross the diagonal. A masked score is -inf,
+    //! so that exp2 turns it into an exact 0.
+    const bool tail = kv0 + kBc > p.nk;
+    const bool crosses_diagonal = p.causal && kv0 + kBc - 1 > q0 + diag;
+    if (tail || crosses_diagonal) {
+#pragma unroll
+      for (int i = 0; i < R; ++i) {
+        const int row = q0 + ty + kRowGroups * i;
+#pragma unroll
+        for (int j = 0; j < KJ; ++j) {
+          const int key = kv0 + tx + kColGroups * j;
+          if (key >= p.nk || (p.causal && key > row + diag)) s[i][j] = kNegInf;
+        }
+      }
+    }
+
+    //! Lines 10-11 (online softmax), per row: m_new = max(m, rowmax(S_ij)). We exponentiate
+    //! directly against m_new (FA2's form of lines 10-12, the same numbers with one rescale
+    //! fewer): P = exp2(S - m_new), alpha = exp2(m - m_new), l = alpha * l + rowsum(P),
+    //! O = alpha * O. A row that has seen no key yet has m_new = -inf; subtracting 0 instead
+    //! keeps -inf - (-inf) = NaN out, and exp2(-inf) = 0 gives alpha = 0 and P = 0.
+    //! l is summed per thread over its own keys; the 16 lanes are added once, at the end.
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+      float row_max = s[i][0];
+#pragma unroll
+      for (int j = 1; j < KJ; ++j) row_max = fmaxf(row_max, s[i][j]);
+      const float m_new = fmaxf(m[i], half_warp_max(row_max));
+      const float m_ref = (m_new == kNegInf) ? 0.0f : m_new;
+      const float alpha = exp2f(m[i] - m_ref);
+      float row_sum = 0.0f;
+      float* p_row = p_s + (ty + kRowGroups * i) * Cfg::kPitchP;
+#pragma unroll
+      for (int j = 0; j < KJ; ++j) {
+        const float pij = exp2f(s[i][j] - m_ref);
+        row_sum += pij;
+        p_row[tx + kColGroups * j] = pij;  // hand P to the lanes that own other columns of O
+      }
+      l[i] = alpha * l[i] + row_sum;
+      m[i] = m_new;
+#pragma unroll
+      for (int c = 0; c < CH * VEC; ++c) o[i][c] *= alpha;
+    }
+    __syncwarp();  // this warp's P rows are complete
+
+    //! Line 12 without the division: O_i += P_ij V_j. Each thread reads P for its 8 rows
+    //! (4 keys at a time) and V for its columns, and does R * CH * VEC * 4 multiply-adds.
+#pragma unroll 2
+    for (int c = 0; c < kBc; c += 4) {
+      float pf[R][4];
+#pragma unroll
+      for (int i = 0; i < R; ++i) {
+        load_smem<4>(p_s + (ty + kRowGroups * i) * Cfg::kPitchP + c, pf[i]);
+      }
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        float vf[CH * VEC];
+#pragma unroll
+        for (int ch = 0; ch < CH; ++ch) {
+          load_smem<VEC>(v_s + (c + u) * Cfg::kPitchV + ch * kColGroups * VEC + tx * VEC,
+                         vf + ch * VEC);
+        }
+#pragma unroll
+        for (int i = 0; i < R; ++i) {
+#pragma unroll
+          for (int cc = 0; cc < CH * VEC; ++cc) o[i][cc] = fmaf(pf[i][u], vf[cc], o[i][cc]);
+        }
+      }
+    }
+    __syncwarp();  // P is overwritten by the next tile
+  }  // line 15: end for
+
+  //! Lines 12-13 and 16, once: O = O / l and LSE = m + log(l), back in natural log.
+  //! A row that saw no key has l = 0: write O = 0 and LSE = -inf, never 0/0.
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    const int row = ty + kRowGroups * i;
+    const float l_row = half_warp_sum(l[i]);
+    if (row < q_rows) {
+      const float inv_l = (l_row > 0.0f) ? 1.0f / l_row : 0.0f;
+      float out[CH * VEC];
+#pragma unroll
+      for (int c = 0; c < CH * VEC; ++c) out[c] = o[i][c] * inv_l;
+#pragma unroll
+      for (int ch = 0; ch < CH; ++ch) {
+        store_out<VEC>(o_g + static_cast<std::int64_t>(row) * D + ch * kColGroups * VEC + tx * VEC,
+                       out + ch * VEC);
+      }
+      if (tx == 0) {
+        lse_g[row] = (l_row > 0.0f) ? (m[i] + log2f(l_row)) * 0.6931471805599453f : kNegInf;
+      }
+    }
+  }
+  // END SOLUTION
+}
+
+// Launches one instantiation (given).
+template <typename T, int D>
+void launch_flash_kernel(const KernelParams& params, int batch_heads, cudaStream_t stream) {
+  using Cfg = TileConfig<D>;
+  // More than 48 KB of dynamic shared memory must be asked for explicitly.
+  check_cuda(cudaFuncSetAttribute(flash_forward_kernel<T, D>,
+                                  cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes),
+             "cudaFuncSetAttribute(flash_forward_kernel, MaxDynamicSharedMemorySize)");
+  const dim3 grid(static_cast<unsigned>(params.num_q_tiles), static_cast<unsigned>(batch_heads));
+  flash_forward_kernel<T, D><<<grid, kThreads, Cfg::kSmemBytes, stream>>>(params);
+  check_cuda(cudaGetLastError(), "flash_forward_kernel<<<...>>> launch");
+}
+
+template <typename T>
+void launch_for_dtype(const KernelParams& params, int d, int batch_heads, cudaStream_t stream) {
+  switch (d) {
+    case 32: launch_flash_kernel<T, 32>(params, batch_heads, stream); break;
+    case 64: launch_flash_kernel<T, 64>(params, batch_heads, stream); break;
+    case 128: launch_flash_kernel<T, 128>(params, batch_heads, stream); break;
+    default: throw BadInput("head dimension d = " + std::to_string(d) + " is not supported");
+  }
+}
+
+bool aligned16(const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0; }
+
+}  // namespace
+
+void flash_attention_forward(const void* Q, const void* K, const void* V, void* O, float* lse,
+                             DType dtype, const AttentionShape& shape,
+                             const ForwardOptions& options) {
+  // Input checks (given): every message names the argument and the rule it broke.
+  if (Q == nullptr || K == nullptr || V == nullptr || O == nullptr || lse == nullptr) {
+    throw BadInput("flash_attention_forward: Q, K, V, O and lse must be non-null device pointers");
+  }
+  if (shape.d != 32 && shape.d != 64 && shape.d != 128) {
+    throw BadInput("flash_attention_forward: head dimension d = " + std::to_string(shape.d) +
+                   " is not supported (use 32, 64 or 128)");
+  }
+  if (shape.B < 1 || shape.H < 1 || shape.Nq < 1 || shape.Nk < 1) {
+    throw BadInput("flash_attention_forward: B, H, Nq and Nk must be >= 1 (got B=" +
+                   std::to_string(shape.B) + " H=" + std::to_string(shape.H) +
+                   " Nq=" + std::to_string(shape.Nq) + " Nk=" + std::to_string(shape.Nk) + ")");
+  }
+  if (static_cast<long long>(shape.B) * shape.H > 65535) {
+    throw BadInput("flash_attention_forward: B * H must be <= 65535 (one grid row per head)");
+  }
+  if (dtype != DType::fp32 && dtype != DType::bf16) {
+    throw BadInput("flash_attention_forward: dtype must be fp32 or bf16");
+  }
+  if (!aligned16(Q) || !aligned16(K) || !aligned16(V) || !aligned16(O)) {
+    throw BadInput("flash_attention_forward: Q, K, V and O must be 16-byte aligned");
+  }
+  if (!std::isfinite(options.scale)) {
+    throw BadInput("flash_attention_forward: scale must be finite");
+  }
+
+  [[maybe_unused]] KernelParams params{};  // unused only in the skeleton
+  params.q = Q;
+  params.k = K;
+  params.v = V;
+  params.o = O;
+  params.lse = lse;
+  params.nq = shape.Nq;
+  params.nk = shape.Nk;
+  params.num_q_tiles = (shape.Nq + kBr - 1) / kBr;
+  params.causal = options.causal;
+  const float scale = options.scale != 0.0f ? options.scale
+                                            : 1.0f / std::sqrt(static_cast<float>(shape.d));
+  params.scale_log2 = scale * 1.4426950408889634f;  // log2(e)
+
+  // BEGIN SOLUTION flash_attention_forward
+  //! Dispatch on dtype to launch_for_dtype<float> or launch_for_dtype<__nv_bfloat16>, which
+  //! picks the kernel for d and launches it on options.stream (grid: query tiles x B*H).
+  if (dtype == DType::fp32) {
+    launch_for_dtype<float>(params, shape.d, shape.B * shape.H, options.stream);
+  } else {
+    launch_for_dtype<__nv_bfloat16>(params, shape.d, shape.B * shape.H, options.stream);
+  }
+  // END SOLUTION
+}
+
+}  // namespace course::lab4
