@@ -1,0 +1,224 @@
+// Lab 5 grader: the tensor-core FlashAttention-2 forward kernel.
+//
+// Correctness exactly as lab 4 (NaN-poisoned outputs, a non-default stream, the fp64 reference,
+// bands from the shared table, causal with Nq != Nk, odd N, LSE), for the shipped version and
+// for every step of the staircase. Speed points are measured against the solution in the same
+// run (full points within 1.2x of its time, a sliding scale to 0 at 3x), as CS149 does.
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "course/errors.hpp"
+#include "course/lab5_tensor_core.hpp"
+#include "gpu_harness.hpp"
+#include "speed.hpp"
+
+using course::lab5::Version;
+using gpu_grading::Config;
+using gpu_grading::Storage;
+
+namespace {
+
+const char* version_name(Version v) {
+  switch (v) {
+    case Version::mma_only: return "mma_only";
+    case Version::ldmatrix: return "ldmatrix";
+    case Version::swizzle: return "swizzle";
+    case Version::pipelined: return "pipelined";
+    case Version::register_p: return "register_p";
+  }
+  return "?";
+}
+
+bool check(const Config& c, Version v = Version::best, std::uint64_t seed = grading::seed()) {
+  auto launch = [&](const void* q, const void* k, const void* vv, void* o, float* lse, void* s) {
+    course::lab5::ForwardOptions options;
+    options.causal = c.causal;
+    options.scale = c.scale;
+    options.version = v;
+    options.stream = static_cast<cudaStream_t>(s);
+    course::lab5::flash_attention_forward(
+        q, k, vv, o, lse, c.dtype == Storage::bf16 ? course::lab5::DType::bf16 : course::lab5::DType::fp16,
+        {c.B, c.H, c.Nq, c.Nk, c.d}, options);
+  };
+  return gpu_grading::check_config(c, launch, std::string("flash_attention_forward[") + version_name(v) + "]",
+                                   seed);
+}
+
+void small_shapes(Storage dtype, Version v = Version::best) {
+  for (int d : {64, 128})
+    for (int n : {1, 7, 64, 113, 129})
+      for (bool causal : {false, true}) {
+        Config c;
+        c.B = 2;
+        c.H = 2;
+        c.Nq = c.Nk = n;
+        c.d = d;
+        c.dtype = dtype;
+        c.causal = causal;
+        check(c, v);
+      }
+}
+
+// The student's time over the solution's, for one benchmark configuration.
+double speed_ratio(const lab5_speed::SpeedConfig& c, std::string& note) {
+  const double student = lab5_speed::median_ms(c);
+  const std::string cmd = std::string(COURSE_LAB5_TIMER) + " " + std::to_string(c.d) + " " +
+                          (c.causal ? "1" : "0");
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
+  double solution = 0;
+  if (!pipe || std::fscanf(pipe.get(), "%lf", &solution) != 1 || solution <= 0)
+    throw std::runtime_error("could not time the solution with " + cmd);
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "d=%d %s N=%d: yours %.3f ms (%.0f TFLOP/s), solution %.3f ms (%.0f TFLOP/s), %.2fx; ",
+                c.d, c.causal ? "causal" : "non-causal", c.N, student, c.flops() / student / 1e9, solution,
+                c.flops() / solution / 1e9, student / solution);
+  note += buf;
+  return student / solution;
+}
+
+// Full credit within 1.2x of the solution's time, falling linearly to none at 3x.
+void award_speed(int d) {
+  std::string note;
+  double worst = 0;
+  for (bool causal : {false, true}) {
+    lab5_speed::SpeedConfig c;
+    c.d = d;
+    c.causal = causal;
+    worst = std::max(worst, speed_ratio(c, note));
+  }
+  const double fraction = worst <= 1.2 ? 1.0 : (3.0 - worst) / (3.0 - 1.2);
+  grading::award_fraction(fraction, note + "full points within 1.2x of the solution, none at 3x");
+}
+
+const char* kBf16 = "best: bf16 small shapes within band";
+
+}  // namespace
+
+TEST_CASE("best: bf16 small shapes within band" * grading::points(3)) {
+  gpu_grading::require_device();
+  small_shapes(Storage::bf16);
+}
+
+TEST_CASE("best: fp16 small shapes within band" * grading::points(3)) {
+  gpu_grading::require_device();
+  small_shapes(Storage::fp16);
+}
+
+TEST_CASE("best: causal with Nq != Nk, rows with no key" * grading::points(3)) {
+  gpu_grading::require_device();
+  for (auto [nq, nk] : {std::pair{113, 1}, std::pair{1, 113}, std::pair{64, 200}, std::pair{300, 113},
+                        std::pair{129, 65}})
+    for (Storage dtype : {Storage::bf16, Storage::fp16}) {
+      Config c;
+      c.B = 1;
+      c.H = 2;
+      c.Nq = nq;
+      c.Nk = nk;
+      c.d = 64;
+      c.dtype = dtype;
+      c.causal = true;
+      check(c);
+    }
+}
+
+TEST_CASE("best: large shapes against the GPU fp64 reference" * grading::points(3)) {
+  gpu_grading::require_device();
+  for (int d : {64, 128})
+    for (bool causal : {false, true}) {
+      Config c;
+      c.B = 2;
+      c.H = 4;
+      c.Nq = c.Nk = 4096;
+      c.d = d;
+      c.dtype = Storage::bf16;
+      c.causal = causal;
+      c.dist = reference::Distribution::outliers;
+      check(c);
+    }
+  Config odd;
+  odd.B = 1;
+  odd.H = 4;
+  odd.Nq = odd.Nk = 3001;
+  odd.d = 128;
+  odd.dtype = Storage::bf16;
+  odd.causal = true;
+  check(odd);
+}
+
+TEST_CASE("staircase: every version matches the reference" * grading::points(3)) {
+  gpu_grading::require_device();
+  for (Version v : {Version::mma_only, Version::ldmatrix, Version::swizzle, Version::pipelined, Version::register_p}) {
+    small_shapes(Storage::bf16, v);
+    Config c;
+    c.B = 1;
+    c.H = 2;
+    c.Nq = 1000;
+    c.Nk = 1500;
+    c.d = 128;
+    c.dtype = Storage::fp16;
+    c.causal = true;
+    check(c, v);
+  }
+}
+
+TEST_CASE("best: deterministic and right for several seeds (no race)" * grading::points(2)) {
+  gpu_grading::require_device();
+  Config c;
+  c.B = 2;
+  c.H = 4;
+  c.Nq = c.Nk = 1500;
+  c.d = 64;
+  c.dtype = Storage::bf16;
+  c.causal = true;
+  for (std::uint64_t extra = 0; extra < 3; ++extra) {
+    const auto in = gpu_grading::make_inputs(c, grading::seed() * 1000 + extra);
+    auto launch = [&](const void* q, const void* k, const void* v, void* o, float* lse, void* s) {
+      course::lab5::ForwardOptions options;
+      options.causal = true;
+      options.stream = static_cast<cudaStream_t>(s);
+      course::lab5::flash_attention_forward(q, k, v, o, lse, course::lab5::DType::bf16,
+                                            {c.B, c.H, c.Nq, c.Nk, c.d}, options);
+    };
+    const auto first = gpu_grading::run_on_device(c, in, launch);
+    const auto second = gpu_grading::run_on_device(c, in, launch);
+    grading::expect(first.O == second.O && first.lse == second.lse,
+                    {"flash_attention_forward[best]", "bf16", {c.B, c.H, c.Nq, c.d}, c.describe()},
+                    "two runs on the same inputs gave different results: a race");
+    grading::expect(first.inputs_unchanged, {"flash_attention_forward[best]", "bf16", {c.B, c.H, c.Nq, c.d}, c.describe()},
+                    "the kernel modified Q, K or V");
+    gpu_grading::expect_matches(c, first, gpu_grading::reference_for(c, in), "flash_attention_forward[best]");
+  }
+}
+
+TEST_CASE("bad input gets a clear error" * grading::points(1, kBf16)) {
+  gpu_grading::require_device();
+  void* dummy = nullptr;
+  cudaMalloc(&dummy, 1 << 20);
+  float* lse = static_cast<float*>(dummy);
+  course::lab5::ForwardOptions opt;
+  using course::lab5::DType;
+  CHECK_THROWS_AS(course::lab5::flash_attention_forward(dummy, dummy, dummy, dummy, lse, DType::bf16,
+                                                        {1, 1, 16, 16, 32}, opt),
+                  course::BadInput);  // d = 32 is not supported by the tensor-core kernel
+  CHECK_THROWS_AS(course::lab5::flash_attention_forward(nullptr, dummy, dummy, dummy, lse, DType::bf16,
+                                                        {1, 1, 16, 16, 64}, opt),
+                  course::BadInput);
+  CHECK_THROWS_AS(course::lab5::flash_attention_forward(dummy, dummy, dummy, dummy, lse, DType::fp16,
+                                                        {1, 0, 16, 16, 64}, opt),
+                  course::BadInput);
+  cudaFree(dummy);
+}
+
+TEST_CASE("speed: d=64 within 1.2x of the solution" * grading::points(4, kBf16)) {
+  gpu_grading::require_device();
+  award_speed(64);
+}
+
+TEST_CASE("speed: d=128 within 1.2x of the solution" * grading::points(4, kBf16)) {
+  gpu_grading::require_device();
+  award_speed(128);
+}
