@@ -305,4 +305,19 @@ bool check_config(const Config& c, const Launch& launch, const std::string& what
   return expect_matches(c, got, reference_for(c, in), what);
 }
 
+void check_deterministic(const Config& c, const Launch& launch, const std::string& what,
+                         const std::vector<std::uint64_t>& seeds) {
+  const grading::Case about{what, name(c.dtype), {c.B, c.H, c.Nq, c.d}, c.describe()};
+  for (const std::uint64_t seed : seeds) {
+    const Inputs in = make_inputs(c, seed);
+    const Outputs first = run_on_device(c, in, launch);
+    const Outputs second = run_on_device(c, in, launch);
+    grading::expect(first.O == second.O && first.lse == second.lse, about,
+                    "two runs on the same inputs gave different results: a race (a missing "
+                    "__syncthreads, or a read of shared memory another warp is still writing)");
+    grading::expect(first.inputs_unchanged, about, "the kernel modified Q, K or V");
+    expect_matches(c, first, reference_for(c, in), what);
+  }
+}
+
 }  // namespace gpu_grading

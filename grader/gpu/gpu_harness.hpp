@@ -72,4 +72,10 @@ bool expect_matches(const Config& c, const Outputs& got, const Reference& ref,
 bool check_config(const Config& c, const Launch& launch, const std::string& what,
                   std::uint64_t seed);
 
+// For each seed: runs the kernel twice on the same inputs. The two results must agree bit for
+// bit (a race shows up as results that change from run to run), the inputs must be unchanged,
+// and O and LSE must match the reference.
+void check_deterministic(const Config& c, const Launch& launch, const std::string& what,
+                         const std::vector<std::uint64_t>& seeds);
+
 }  // namespace gpu_grading
