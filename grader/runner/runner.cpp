@@ -220,10 +220,11 @@ LabResult grade_binary(const std::string& binary, int number, const std::string&
       last_ended = f[1];
     }
   }
-  if (run.signal && running.empty()) running = last_ended;
-
   bool unfinished = !running.empty();
   for (const auto& c : lab.checks) unfinished |= c.status == "not run";
+  // doctest reports a fatal signal as the end of the check it hit, then the process dies (or,
+  // under a sanitizer, exits): the check that ended last is the one that was running.
+  if ((run.signal || unfinished) && running.empty()) running = last_ended;
   std::string what;
   if (run.timed_out) what = "timed out after " + std::to_string(int(timeout_s)) + " s";
   else if (run.signal) what = std::string("crashed (") + strsignal(run.signal) + ")";
