@@ -2,9 +2,10 @@
 
 #include <cuda_runtime_api.h>
 
+#include <Eigen/Core>
+
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -22,14 +23,9 @@ void check(cudaError_t st, const char* what) {
 // (timing needs realistic data, not fresh randomness for every element; never zeros).
 void fill_random_bf16(void* dst, std::size_t elements) {
   reference::Rng rng(12345, "lab5 speed inputs");
-  std::vector<std::uint16_t> block(1 << 20);
-  for (auto& b : block) {
-    const float f = float(rng.normal());
-    std::uint32_t bits;
-    std::memcpy(&bits, &f, 4);
-    b = std::uint16_t((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16);  // round to nearest even
-  }
-  auto* out = static_cast<std::uint16_t*>(dst);
+  std::vector<Eigen::bfloat16> block(1 << 20);  // same bits as __nv_bfloat16
+  for (auto& b : block) b = Eigen::bfloat16(float(rng.normal()));
+  auto* out = static_cast<Eigen::bfloat16*>(dst);
   for (std::size_t at = 0; at < elements; at += block.size()) {
     const std::size_t n = std::min(block.size(), elements - at);
     check(cudaMemcpy(out + at, block.data(), n * 2, cudaMemcpyHostToDevice), "cudaMemcpy");

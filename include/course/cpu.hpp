@@ -93,32 +93,34 @@ struct Tensor4 {
   std::size_t offset(int b, int h) const { return (std::size_t(b) * H + h) * N * d; }
 };
 
+namespace detail {
+// Throws BadInput naming the first element that is NaN or infinite, unless it is -inf and
+// -inf is allowed. `rule` ends the message.
+template <class T>
+void require_elements(const Eigen::Ref<const Matrix<T>>& x, const std::string& who,
+                      bool allow_neg_inf, const char* rule) {
+  for (Eigen::Index r = 0; r < x.rows(); ++r)
+    for (Eigen::Index c = 0; c < x.cols(); ++c) {
+      const double v = static_cast<double>(static_cast<accum_t<T>>(x(r, c)));
+      if (std::isfinite(v) || (allow_neg_inf && v < 0 && !std::isnan(v))) continue;
+      throw BadInput(who + ": element (" + std::to_string(r) + ", " + std::to_string(c) +
+                     ") is " + (std::isnan(v) ? "NaN" : v > 0 ? "+inf" : "-inf") + "; " + rule);
+    }
+}
+}  // namespace detail
+
 // Throws BadInput unless every element is finite or -inf. -inf is a legal score (a masked
 // key); NaN and +inf are not: they would silently poison a whole row.
 template <class T>
 void require_no_nan_or_pos_inf(const Eigen::Ref<const Matrix<T>>& x, const std::string& who) {
-  for (Eigen::Index r = 0; r < x.rows(); ++r)
-    for (Eigen::Index c = 0; c < x.cols(); ++c) {
-      const double v = static_cast<double>(static_cast<accum_t<T>>(x(r, c)));
-      if (std::isnan(v) || v == std::numeric_limits<double>::infinity())
-        throw BadInput(who + ": element (" + std::to_string(r) + ", " + std::to_string(c) +
-                       ") is " + (std::isnan(v) ? "NaN" : "+inf") +
-                       "; scores must be finite or -inf (masked)");
-    }
+  detail::require_elements<T>(x, who, true, "scores must be finite or -inf (masked)");
 }
 
 // Throws BadInput unless every element is finite. For data such as Q, K and V, where even -inf
 // has no meaning: one infinite entry turns a whole row of scores into NaN (inf - inf).
 template <class T>
 void require_finite(const Eigen::Ref<const Matrix<T>>& x, const std::string& who) {
-  for (Eigen::Index r = 0; r < x.rows(); ++r)
-    for (Eigen::Index c = 0; c < x.cols(); ++c) {
-      const double v = static_cast<double>(static_cast<accum_t<T>>(x(r, c)));
-      if (!std::isfinite(v))
-        throw BadInput(who + ": element (" + std::to_string(r) + ", " + std::to_string(c) +
-                       ") is " + (std::isnan(v) ? "NaN" : v > 0 ? "+inf" : "-inf") +
-                       "; every element must be finite");
-    }
+  detail::require_elements<T>(x, who, false, "every element must be finite");
 }
 
 }  // namespace course
