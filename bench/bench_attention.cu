@@ -9,7 +9,7 @@
 // Implementations (those built):
 //   lab4              course::lab4::flash_attention_forward (CUDA cores, FA1), bf16 and fp32
 //   lab5:<version>    course::lab5::flash_attention_forward, every Version, bf16
-//   standard          course::bench::StandardAttention (cuBLAS, materialises S), bf16 and fp32
+//   standard          course::reference::gpu::StandardAttention (cuBLAS, materialises S), bf16 and fp32
 //   ("lab5" in --impls means every lab 5 version.)
 //
 // Method (see bench/README.md):
@@ -210,7 +210,7 @@ struct Bench {
   bool context_lost = false;
   std::vector<std::unique_ptr<DeviceBuffer>> q, k, v;
   std::unique_ptr<DeviceBuffer> o, lse, ref_o, ref_lse;
-  std::unique_ptr<course::bench::StandardAttention> standard;
+  std::unique_ptr<course::reference::gpu::StandardAttention> standard;
   cudaStream_t stream = nullptr;
   std::vector<cudaEvent_t> events;
 
@@ -445,7 +445,7 @@ struct Bench {
                   size_t ws = 0;
                   if (im->kind == Kind::standard) {
                     standard->release();  // so that the first call allocates S and is measured
-                    ws = course::bench::StandardAttention::score_bytes(
+                    ws = course::reference::gpu::StandardAttention::score_bytes(
                         shape, t == Dt::bf16 ? course::lab4::DType::bf16
                                              : course::lab4::DType::fp32);
                   }
@@ -537,7 +537,7 @@ int main(int argc, char** argv) {
     std::printf("\n");
     bench.setup();
     for (const Impl& im : impls)
-      if (im.kind == Kind::standard) bench.standard.reset(new course::bench::StandardAttention());
+      if (im.kind == Kind::standard) bench.standard.reset(new course::reference::gpu::StandardAttention());
   } catch (const std::exception& e) {
     std::printf("FATAL during setup: %s\n", e.what());
     std::fclose(g_csv);

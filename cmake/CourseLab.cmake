@@ -1,42 +1,62 @@
-# How a lab enters the build. Each grader/labN_*/CMakeLists.txt calls:
+# How a lab enters the build. A lab is graded by two programs (see grader/isolation/):
+#   grade_labN        the trusted grader: its checks, the reference, the bands, and a proxy of the
+#                     lab's API that sends every call to a lab process. It never links lab code,
+#                     so it is built once, whatever is being graded.
+#   labN_worker_*     a lab process: one implementation of the lab (a solution, a planted bug, a
+#                     correct variant, the repository's skeleton, a student's code) linked with
+#                     the lab's server (serve.cpp) and nothing else of the grader.
+#
+# Each grader/labN_*/CMakeLists.txt calls
 #
 #   course_add_lab(NUMBER 1 DIR lab1_softmax SOURCES softmax.cpp GRADER grade_lab1.cpp
-#                  [CUDA] [TIMEOUT 60] [LINK extra_targets...])
-#     builds, from the same grader sources,
-#       grade_lab1           against ${COURSE_LABS_DIR}/lab1_softmax/<SOURCES>  (the student's)
-#       grade_lab1_solution  against solutions/lab1_softmax/<SOURCES>
-#     and adds the tests: the solution earns full marks; the unedited skeleton fails with a
-#     "not implemented" message naming the file (only when grading this repository's labs/).
+#                  PROXY proxy.cpp SERVE serve.cpp [CUDA] [TIMEOUT 60]
+#                  [GRADER_LINK targets...] [WORKER_LINK targets...])
+#     builds grade_labN and labN_worker_solution (solutions/), and adds the tests: the solution
+#     earns full marks at seeds 1-20; the lab README lists every check. In a student build
+#     (COURSE_STUDENT_BUILD, see ./course grade) it builds only labN_worker from the student's
+#     tree, from the objects labN_worker_impl that ./course vets first (grader/isolation/vet-lab).
 #
 #   course_planted_bug(LAB 1 NAME no_max_shift FILE softmax.cpp
 #                      FIND "<text in the solution>" REPLACE "<the bug>"
 #                      CHECK "<the check that must fail>" MESSAGE "<text its message must hold>")
-#     builds grade_lab1_planted_no_max_shift against a copy of the solution with FIND replaced
-#     by REPLACE, and adds a test that CHECK fails for that reason. If the solution changes so
-#     that FIND no longer occurs, configuring stops and says so: planted bugs cannot go stale.
+#     builds labN_worker_planted_<name> from a copy of the solution with FIND replaced by
+#     REPLACE, and a test that CHECK fails for that reason. If the solution changes so that FIND
+#     no longer occurs, configuring stops and says so: planted bugs cannot go stale.
+#
+#   course_correct_variant(LAB 1 NAME exp2 FILE softmax.cpp FIND "..." REPLACE "...")
+#   course_correct_variant(LAB 3 NAME kv_outer SOURCE_DIR variants/kv_outer)
+#     builds labN_worker_variant_<name> from another correct implementation (a substitution in
+#     the solution, or whole files from a folder beside the grader) and a test that it earns
+#     full marks at seeds 1-20, like the solution.
 
-set(COURSE_MANIFEST_LINES "" CACHE INTERNAL "")
+set(COURSE_FULL_MARKS_SEEDS "1-20" CACHE STRING "Seeds at which solutions and variants must earn full marks")
 
-function(_course_lab_library target lab_dir sources cuda)
+# A lab process: the lab's server, the isolation layer's worker side, and one implementation.
+function(_course_worker target lab_dir sources serve cuda worker_link include_target)
   set(files "")
   foreach(s IN LISTS sources)
     list(APPEND files "${lab_dir}/${s}")
   endforeach()
-  add_library(${target} STATIC ${files})
-  target_link_libraries(${target} PUBLIC course_api)
+  add_library(${target}_impl OBJECT ${files})
+  target_link_libraries(${target}_impl PUBLIC ${include_target})
   if(cuda)
-    target_link_libraries(${target} PUBLIC CUDA::cudart)
-    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>)
+    target_link_libraries(${target}_impl PUBLIC CUDA::cudart)
+    target_compile_options(${target}_impl PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>)
+  endif()
+  set(worker_objects isolation_worker_cpu)
+  if(cuda)
+    set(worker_objects isolation_worker_gpu)
+  endif()
+  add_executable(${target} ${serve} $<TARGET_OBJECTS:${target}_impl> $<TARGET_OBJECTS:${worker_objects}>)
+  target_link_libraries(${target} PRIVATE isolation_wire course_api ${worker_link})
+  target_include_directories(${target} PRIVATE ${CMAKE_SOURCE_DIR}/grader/isolation ${CMAKE_CURRENT_SOURCE_DIR})
+  if(cuda)
+    target_link_libraries(${target} PRIVATE CUDA::cudart)
   endif()
 endfunction()
 
-function(_course_grader target objects lab_lib extra_libs)
-  add_executable(${target} $<TARGET_OBJECTS:${objects}>)
-  target_link_libraries(${target} PRIVATE ${lab_lib} grader_common ${extra_libs})
-endfunction()
-
 function(course_add_lab)
-  cmake_parse_arguments(L "CUDA" "NUMBER;DIR;TIMEOUT" "SOURCES;GRADER;LINK" ${ARGN})
+  cmake_parse_arguments(L "CUDA" "NUMBER;DIR;TIMEOUT" "SOURCES;GRADER;PROXY;SERVE;GRADER_LINK;WORKER_LINK" ${ARGN})
   if(NOT L_TIMEOUT)
     set(L_TIMEOUT 120)
   endif()
@@ -45,10 +65,15 @@ function(course_add_lab)
   if(L_CUDA)
     set(kind gpu)
   endif()
+  set(serve "")
+  foreach(s IN LISTS L_SERVE)
+    list(APPEND serve "${CMAKE_CURRENT_SOURCE_DIR}/${s}")
+  endforeach()
   set_property(GLOBAL PROPERTY COURSE_LAB_${n}_SOURCES "${L_SOURCES}")
   set_property(GLOBAL PROPERTY COURSE_LAB_${n}_DIR "${L_DIR}")
   set_property(GLOBAL PROPERTY COURSE_LAB_${n}_CUDA "${L_CUDA}")
-  set_property(GLOBAL PROPERTY COURSE_LAB_${n}_LINK "${L_LINK}")
+  set_property(GLOBAL PROPERTY COURSE_LAB_${n}_SERVE "${serve}")
+  set_property(GLOBAL PROPERTY COURSE_LAB_${n}_WORKER_LINK "${L_WORKER_LINK}")
   set_property(GLOBAL PROPERTY COURSE_LAB_${n}_TIMEOUT "${L_TIMEOUT}")
   if(L_CUDA AND NOT COURSE_HAVE_CUDA)
     set_property(GLOBAL APPEND PROPERTY COURSE_MANIFEST
@@ -56,84 +81,144 @@ function(course_add_lab)
     return()
   endif()
 
-  # The grader's checks, compiled once and linked against each implementation.
-  add_library(grade_lab${n}_checks OBJECT ${L_GRADER})
-  target_link_libraries(grade_lab${n}_checks PUBLIC grader_common ${L_LINK})
+  if(COURSE_STUDENT_BUILD)
+    # The student's code: objects first (./course vets their includes and symbols), then the
+    # lab process. Student sources see only the staged API headers and their own folder.
+    _course_worker(lab${n}_worker "${COURSE_LABS_DIR}/${L_DIR}" "${L_SOURCES}" "${serve}" "${L_CUDA}"
+                   "${L_WORKER_LINK}" course_api_student)
+    set_target_properties(lab${n}_worker PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/workers)
+    return()
+  endif()
 
-  _course_lab_library(lab${n}_student "${COURSE_LABS_DIR}/${L_DIR}" "${L_SOURCES}" "${L_CUDA}")
-  _course_lab_library(lab${n}_solution "${CMAKE_SOURCE_DIR}/solutions/${L_DIR}" "${L_SOURCES}" "${L_CUDA}")
-  _course_grader(grade_lab${n} grade_lab${n}_checks lab${n}_student "${L_LINK}")
-  _course_grader(grade_lab${n}_solution grade_lab${n}_checks lab${n}_solution "${L_LINK}")
+  add_executable(grade_lab${n} ${L_GRADER} ${L_PROXY})
+  target_link_libraries(grade_lab${n} PRIVATE grader_common isolation_client ${L_GRADER_LINK})
+  target_include_directories(grade_lab${n} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+  _course_worker(lab${n}_worker_solution "${CMAKE_SOURCE_DIR}/solutions/${L_DIR}" "${L_SOURCES}"
+                 "${serve}" "${L_CUDA}" "${L_WORKER_LINK}" course_api)
+  # The solution as a library, for the precision report and the benchmarks.
+  set(files "")
+  foreach(s IN LISTS L_SOURCES)
+    list(APPEND files "${CMAKE_SOURCE_DIR}/solutions/${L_DIR}/${s}")
+  endforeach()
+  add_library(lab${n}_solution STATIC ${files})
+  target_link_libraries(lab${n}_solution PUBLIC course_api)
+  if(L_CUDA)
+    target_link_libraries(lab${n}_solution PUBLIC CUDA::cudart)
+  endif()
 
   set_property(GLOBAL APPEND PROPERTY COURSE_MANIFEST
-    "${n}\t${L_DIR}\t${kind}\t$<TARGET_FILE:grade_lab${n}>\t$<TARGET_FILE:grade_lab${n}_solution>\t-")
+    "${n}\t${L_DIR}\t${kind}\t$<TARGET_FILE:grade_lab${n}>\t$<TARGET_FILE:lab${n}_worker_solution>\t-")
 
   add_test(NAME lab${n}.solution_full_marks
-           COMMAND course_runner expect --binary $<TARGET_FILE:grade_lab${n}_solution> --full-marks
-                   --timeout ${L_TIMEOUT})
-  set_tests_properties(lab${n}.solution_full_marks PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
+           COMMAND course_runner expect --binary $<TARGET_FILE:grade_lab${n}>
+                   --worker $<TARGET_FILE:lab${n}_worker_solution> --full-marks
+                   --seeds ${COURSE_FULL_MARKS_SEEDS} --timeout ${L_TIMEOUT})
+  set_tests_properties(lab${n}.solution_full_marks PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1200)
 
   # The handout's table of checks must match the grader's.
   add_test(NAME lab${n}.readme_lists_every_check
            COMMAND ${CMAKE_SOURCE_DIR}/grader/tests/test_readme_lists_checks.sh
-                   $<TARGET_FILE:course_runner> $<TARGET_FILE:grade_lab${n}_solution>
+                   $<TARGET_FILE:course_runner> $<TARGET_FILE:grade_lab${n}>
                    ${CMAKE_SOURCE_DIR}/labs/${L_DIR}/README.md)
 endfunction()
 
-# The skeleton in this repository must fail every lab's first check with the message that tells
-# a student what to edit. Called by a lab after course_add_lab, naming one check and function.
+# The repository's skeleton must fail the lab's first check with the message that tells a
+# student what to edit. Called by a lab after course_add_lab, naming one check and function.
 function(course_expect_skeleton_message)
   cmake_parse_arguments(PARSE_ARGV 0 S "" "LAB;CHECK;FUNCTION;FILE" "")
-  if(NOT TARGET grade_lab${S_LAB})
+  if(COURSE_STUDENT_BUILD OR NOT TARGET grade_lab${S_LAB})
     return()
   endif()
-  if(NOT COURSE_LABS_DIR STREQUAL "${CMAKE_SOURCE_DIR}/labs")
-    return()  # grading someone's tree: their labs are not skeletons
-  endif()
-  add_test(NAME lab${S_LAB}.skeleton_says_not_implemented
-           COMMAND course_runner expect --binary $<TARGET_FILE:grade_lab${S_LAB}>
+  set(n ${S_LAB})
+  get_property(sources GLOBAL PROPERTY COURSE_LAB_${n}_SOURCES)
+  get_property(dir GLOBAL PROPERTY COURSE_LAB_${n}_DIR)
+  get_property(cuda GLOBAL PROPERTY COURSE_LAB_${n}_CUDA)
+  get_property(serve GLOBAL PROPERTY COURSE_LAB_${n}_SERVE)
+  get_property(link GLOBAL PROPERTY COURSE_LAB_${n}_WORKER_LINK)
+  _course_worker(lab${n}_worker_skeleton "${CMAKE_SOURCE_DIR}/labs/${dir}" "${sources}" "${serve}"
+                 "${cuda}" "${link}" course_api)
+  add_test(NAME lab${n}.skeleton_says_not_implemented
+           COMMAND course_runner expect --binary $<TARGET_FILE:grade_lab${n}>
+                   --worker $<TARGET_FILE:lab${n}_worker_skeleton>
                    --fail "${S_CHECK}" --message "not implemented: ${S_FUNCTION} in ${S_FILE}")
-  set_tests_properties(lab${S_LAB}.skeleton_says_not_implemented PROPERTIES SKIP_RETURN_CODE 77)
+  set_tests_properties(lab${n}.skeleton_says_not_implemented PROPERTIES SKIP_RETURN_CODE 77)
+endfunction()
+
+# A copy of the solution's files with one substitution (or whole files from a folder), as the
+# sources of a lab process. Sets ${out_var} to the folder holding the lab's sources.
+function(_course_derived_sources n name kind file find replace source_dir out_var)
+  get_property(sources GLOBAL PROPERTY COURSE_LAB_${n}_SOURCES)
+  get_property(dir GLOBAL PROPERTY COURSE_LAB_${n}_DIR)
+  set(out_dir "${CMAKE_BINARY_DIR}/${kind}/lab${n}/${name}")
+  foreach(s IN LISTS sources)
+    set(src "${CMAKE_SOURCE_DIR}/solutions/${dir}/${s}")
+    if(source_dir AND EXISTS "${CMAKE_CURRENT_SOURCE_DIR}/${source_dir}/${s}")
+      set(src "${CMAKE_CURRENT_SOURCE_DIR}/${source_dir}/${s}")
+    endif()
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${src}")
+    file(READ "${src}" text)
+    if(s STREQUAL file)
+      string(FIND "${text}" "${find}" at)
+      if(at EQUAL -1)
+        message(FATAL_ERROR "${kind} lab${n}/${name}: the text to replace no longer occurs "
+                            "in solutions/${dir}/${s}; update ${CMAKE_CURRENT_LIST_FILE}:\n${find}")
+      endif()
+      string(REPLACE "${find}" "${replace}" text "${text}")
+      set(text "// ${kind} ${name}: generated from solutions/${dir}/${s}; do not edit.\n${text}")
+    endif()
+    file(CONFIGURE OUTPUT "${out_dir}/${s}" CONTENT "${text}" @ONLY)
+  endforeach()
+  set(${out_var} "${out_dir}" PARENT_SCOPE)
+endfunction()
+
+function(_course_lab_process_from n target derived_dir)
+  get_property(sources GLOBAL PROPERTY COURSE_LAB_${n}_SOURCES)
+  get_property(cuda GLOBAL PROPERTY COURSE_LAB_${n}_CUDA)
+  get_property(serve GLOBAL PROPERTY COURSE_LAB_${n}_SERVE)
+  get_property(link GLOBAL PROPERTY COURSE_LAB_${n}_WORKER_LINK)
+  _course_worker(${target} "${derived_dir}" "${sources}" "${serve}" "${cuda}" "${link}" course_api)
 endfunction()
 
 function(course_planted_bug)
   cmake_parse_arguments(PARSE_ARGV 0 P "" "LAB;NAME;FILE;FIND;REPLACE;CHECK;MESSAGE" "")
   set(n ${P_LAB})
-  if(NOT COURSE_PLANTED_BUGS OR NOT TARGET grade_lab${n}_checks)
-    return()  # the lab is not built here (a GPU lab without a CUDA compiler)
+  if(COURSE_STUDENT_BUILD OR NOT COURSE_PLANTED_BUGS OR NOT TARGET grade_lab${n})
+    return()  # not built here (a student build, or a GPU lab without a CUDA compiler)
   endif()
-  get_property(sources GLOBAL PROPERTY COURSE_LAB_${n}_SOURCES)
-  get_property(dir GLOBAL PROPERTY COURSE_LAB_${n}_DIR)
-  get_property(cuda GLOBAL PROPERTY COURSE_LAB_${n}_CUDA)
-  get_property(link GLOBAL PROPERTY COURSE_LAB_${n}_LINK)
   get_property(timeout GLOBAL PROPERTY COURSE_LAB_${n}_TIMEOUT)
-  set(out_dir "${CMAKE_BINARY_DIR}/planted/lab${n}/${P_NAME}")
-  foreach(s IN LISTS sources)
-    set(src "${CMAKE_SOURCE_DIR}/solutions/${dir}/${s}")
-    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${src}")
-    file(READ "${src}" text)
-    if(s STREQUAL P_FILE)
-      string(FIND "${text}" "${P_FIND}" at)
-      if(at EQUAL -1)
-        message(FATAL_ERROR "planted bug lab${n}/${P_NAME}: the text to replace no longer occurs "
-                            "in solutions/${dir}/${s}; update grader/${dir}/CMakeLists.txt:\n${P_FIND}")
-      endif()
-      string(REPLACE "${P_FIND}" "${P_REPLACE}" text "${text}")
-      set(text "// PLANTED BUG ${P_NAME}: generated from solutions/${dir}/${s}; do not edit.\n${text}")
-    endif()
-    file(CONFIGURE OUTPUT "${out_dir}/${s}" CONTENT "${text}" @ONLY)
-  endforeach()
-  _course_lab_library(lab${n}_planted_${P_NAME} "${out_dir}" "${sources}" "${cuda}")
-  _course_grader(grade_lab${n}_planted_${P_NAME} grade_lab${n}_checks lab${n}_planted_${P_NAME} "${link}")
+  _course_derived_sources(${n} ${P_NAME} planted "${P_FILE}" "${P_FIND}" "${P_REPLACE}" "" derived)
+  _course_lab_process_from(${n} lab${n}_worker_planted_${P_NAME} "${derived}")
   add_test(NAME lab${n}.planted.${P_NAME}
-           COMMAND course_runner expect --binary $<TARGET_FILE:grade_lab${n}_planted_${P_NAME}>
+           COMMAND course_runner expect --binary $<TARGET_FILE:grade_lab${n}>
+                   --worker $<TARGET_FILE:lab${n}_worker_planted_${P_NAME}>
+                   --solution-worker $<TARGET_FILE:lab${n}_worker_solution>
                    --fail "${P_CHECK}" --message "${P_MESSAGE}" --timeout ${timeout})
   set_tests_properties(lab${n}.planted.${P_NAME} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
 endfunction()
 
+function(course_correct_variant)
+  cmake_parse_arguments(PARSE_ARGV 0 V "" "LAB;NAME;FILE;FIND;REPLACE;SOURCE_DIR" "")
+  set(n ${V_LAB})
+  if(COURSE_STUDENT_BUILD OR NOT COURSE_PLANTED_BUGS OR NOT TARGET grade_lab${n})
+    return()
+  endif()
+  get_property(timeout GLOBAL PROPERTY COURSE_LAB_${n}_TIMEOUT)
+  _course_derived_sources(${n} ${V_NAME} variant "${V_FILE}" "${V_FIND}" "${V_REPLACE}" "${V_SOURCE_DIR}" derived)
+  _course_lab_process_from(${n} lab${n}_worker_variant_${V_NAME} "${derived}")
+  add_test(NAME lab${n}.variant.${V_NAME}
+           COMMAND course_runner expect --binary $<TARGET_FILE:grade_lab${n}>
+                   --worker $<TARGET_FILE:lab${n}_worker_variant_${V_NAME}>
+                   --solution-worker $<TARGET_FILE:lab${n}_worker_solution>
+                   --full-marks --seeds ${COURSE_FULL_MARKS_SEEDS} --timeout ${timeout})
+  set_tests_properties(lab${n}.variant.${V_NAME} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1200)
+endfunction()
+
 # graders.tsv in the build folder: one line per lab for course_runner (number, folder, cpu|gpu,
-# student grader, solution grader, why it is not built or "-").
+# trusted grader, the solution's lab process, why the lab is not built or "-").
 function(course_write_manifest)
+  if(COURSE_STUDENT_BUILD)
+    return()
+  endif()
   get_property(lines GLOBAL PROPERTY COURSE_MANIFEST)
   list(JOIN lines "\n" content)
   file(GENERATE OUTPUT "${CMAKE_BINARY_DIR}/graders.tsv" CONTENT "${content}\n")

@@ -14,6 +14,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "error_stats.hpp"
@@ -40,6 +41,7 @@ struct Case {
   std::string dtype;  // "fp64", "fp32", "bf16", "fp16"
   Shape shape;        // the shape of the compared tensor
   std::string inputs; // e.g. "normal inputs" or "block 7, causal"
+  std::optional<std::uint64_t> seed = std::nullopt;  // the inputs' seed, if not the run's
   std::string describe() const;  // "softmax_rows, bf16, shape [3, 113], seed 1, normal inputs"
 };
 

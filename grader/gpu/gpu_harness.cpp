@@ -10,6 +10,7 @@
 
 #include "attention_fp64.hpp"
 #include "compare.hpp"
+#include "lab_process.hpp"
 #include "reference/reference.hpp"
 #include "standard_attention.hpp"
 
@@ -176,7 +177,7 @@ Reference gpu_reference(const Config& c, const Inputs& in) {
   // The same-dtype plain implementation: standard attention with S and P in the dtype.
   const course::lab4::DType dt = c.dtype == Storage::fp32 ? course::lab4::DType::fp32 : course::lab4::DType::bf16;
   DeviceBuffer o(count_o(c) * bytes_per_element(c.dtype)), lse(count_lse(c) * 4);
-  course::bench::StandardAttention standard;
+  course::reference::gpu::StandardAttention standard;
   course::lab4::ForwardOptions opt;
   opt.causal = c.causal;
   opt.scale = c.scale;
@@ -206,7 +207,6 @@ const char* name(Storage s) {
   return "?";
 }
 
-std::size_t bytes_per_element(Storage s) { return s == Storage::fp32 ? 4 : 2; }
 
 void require_device() {
   static const std::string why = [] {
@@ -217,6 +217,13 @@ void require_device() {
     return std::string();
   }();
   if (!why.empty()) grading::skip("no CUDA device here; GPU labs are graded on a machine with an NVIDIA GPU" + why);
+}
+
+gpu_wire::KernelCall Config::call() const {
+  gpu_wire::KernelCall k;
+  k.B = B, k.H = H, k.Nq = Nq, k.Nk = Nk, k.d = d, k.dtype = dtype, k.causal = causal, k.scale = scale;
+  k.version = version;
+  return k;
 }
 
 double Config::scale_value() const { return scale != 0.0f ? double(scale) : 1.0 / std::sqrt(double(d)); }
@@ -231,43 +238,33 @@ std::string Config::describe() const {
 
 Inputs make_inputs(const Config& c, std::uint64_t seed) {
   Inputs in;
+  in.seed = seed;
   generate(c, c.Nq, "q", seed, in.q, in.q_bytes);
   generate(c, c.Nk, "k", seed, in.k, in.k_bytes);
   generate(c, c.Nk, "v", seed, in.v, in.v_bytes);
   return in;
 }
 
-Outputs run_on_device(const Config& c, const Inputs& in, const Launch& launch) {
-  DeviceBuffer q(in.q_bytes.size()), k(in.k_bytes.size()), v(in.v_bytes.size());
-  q.upload(in.q_bytes);
-  k.upload(in.k_bytes);
-  v.upload(in.v_bytes);
-  DeviceBuffer o(count_o(c) * bytes_per_element(c.dtype)), lse(count_lse(c) * 4);
-  // All-ones bytes are NaN in fp32, bf16 and fp16: an element the kernel never writes stays NaN.
-  check_cuda(cudaMemset(o.get(), 0xFF, count_o(c) * bytes_per_element(c.dtype)), "cudaMemset(O)");
-  check_cuda(cudaMemset(lse.get(), 0xFF, count_lse(c) * 4), "cudaMemset(lse)");
-  check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize before the launch");
-  cudaStream_t stream;
-  check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
-  try {
-    launch(q.get(), k.get(), v.get(), o.get(), static_cast<float*>(lse.get()), stream);
-    check_cuda(cudaStreamSynchronize(stream), "the kernel (cudaStreamSynchronize after the launch)");
-    check_cuda(cudaGetLastError(), "the kernel (cudaGetLastError after the launch)");
-  } catch (...) {
-    cudaStreamDestroy(stream);
-    throw;
-  }
-  cudaStreamDestroy(stream);
+Outputs run_lab(const Config& c, const Inputs& in) {
+  isolation::Packet args;
+  gpu_wire::put_call(args, c.call());
+  gpu_wire::put_bytes(args, in.q_bytes);
+  gpu_wire::put_bytes(args, in.k_bytes);
+  gpu_wire::put_bytes(args, in.v_bytes);
+  auto reply = isolation::lab().call(std::string("forward/") + name(c.dtype), args);
+  const auto o_bytes = gpu_wire::get_bytes(reply.results);
+  const auto lse_bytes = gpu_wire::get_bytes(reply.results);
   Outputs out;
-  out.O = to_doubles(c.dtype, o.download());
-  const auto lse_bytes = lse.download();
+  out.inputs_unchanged = reply.results.get<std::uint8_t>() != 0;
+  if (o_bytes.size() != count_o(c) * bytes_per_element(c.dtype) || lse_bytes.size() != count_lse(c) * 4)
+    throw isolation::LabFailure("the lab process returned outputs of the wrong size");
+  out.O = to_doubles(c.dtype, o_bytes);
   out.lse.resize(count_lse(c));
   for (std::size_t i = 0; i < out.lse.size(); ++i) {
     float f;
     std::memcpy(&f, lse_bytes.data() + 4 * i, 4);
     out.lse[i] = f;
   }
-  out.inputs_unchanged = q.download() == in.q_bytes && k.download() == in.k_bytes && v.download() == in.v_bytes;
   return out;
 }
 
@@ -276,7 +273,8 @@ Reference reference_for(const Config& c, const Inputs& in) {
   return (work <= 4e7 || c.dtype == Storage::fp16) ? cpu_reference(c, in) : gpu_reference(c, in);
 }
 
-bool expect_matches(const Config& c, const Outputs& got, const Reference& ref, const std::string& what) {
+bool expect_matches(const Config& c, const Outputs& got, const Reference& ref, const std::string& what,
+                    std::uint64_t seed) {
   const grading::Shape o_shape = {c.B, c.H, c.Nq, c.d}, lse_shape = {c.B, c.H, c.Nq};
   const std::string dtype = name(c.dtype);
   auto max_abs_finite = [](const std::vector<double>& x) {
@@ -287,8 +285,8 @@ bool expect_matches(const Config& c, const Outputs& got, const Reference& ref, c
   };
   const auto o_plain = grading::compare(ref.plain.O, ref.exact.O, o_shape);
   const auto lse_plain = grading::compare(ref.plain.lse, ref.exact.lse, lse_shape);
-  const grading::Case o_case{what + " O", dtype, o_shape, c.describe()};
-  const grading::Case lse_case{what + " lse", dtype, lse_shape, c.describe()};
+  const grading::Case o_case{what + " O", dtype, o_shape, c.describe(), seed};
+  const grading::Case lse_case{what + " lse", dtype, lse_shape, c.describe(), seed};
   const bool o_ok = grading::expect_within(
       o_case, grading::compare(got.O, ref.exact.O, o_shape),
       grading::tolerance(grading::Quantity::output, dtype, o_plain.max_abs, max_abs_finite(ref.exact.O)));
@@ -299,24 +297,30 @@ bool expect_matches(const Config& c, const Outputs& got, const Reference& ref, c
   return o_ok && lse_ok;
 }
 
-bool check_config(const Config& c, const Launch& launch, const std::string& what, std::uint64_t seed) {
-  const Inputs in = make_inputs(c, seed);
-  const Outputs got = run_on_device(c, in, launch);
-  return expect_matches(c, got, reference_for(c, in), what);
+void call_with_bad_arguments(const Config& c, bool null_q) {
+  isolation::Packet args;
+  gpu_wire::put_call(args, c.call());
+  args.put<std::uint8_t>(null_q);
+  isolation::lab().call("bad_arguments", args);
 }
 
-void check_deterministic(const Config& c, const Launch& launch, const std::string& what,
-                         const std::vector<std::uint64_t>& seeds) {
-  const grading::Case about{what, name(c.dtype), {c.B, c.H, c.Nq, c.d}, c.describe()};
+bool check_config(const Config& c, const std::string& what, std::uint64_t seed) {
+  const Inputs in = make_inputs(c, seed);
+  const Outputs got = run_lab(c, in);
+  return expect_matches(c, got, reference_for(c, in), what, seed);
+}
+
+void check_deterministic(const Config& c, const std::string& what, const std::vector<std::uint64_t>& seeds) {
   for (const std::uint64_t seed : seeds) {
+    const grading::Case about{what, name(c.dtype), {c.B, c.H, c.Nq, c.d}, c.describe(), seed};
     const Inputs in = make_inputs(c, seed);
-    const Outputs first = run_on_device(c, in, launch);
-    const Outputs second = run_on_device(c, in, launch);
+    const Outputs first = run_lab(c, in);
+    const Outputs second = run_lab(c, in);
     grading::expect(first.O == second.O && first.lse == second.lse, about,
                     "two runs on the same inputs gave different results: a race (a missing "
                     "__syncthreads, or a read of shared memory another warp is still writing)");
     grading::expect(first.inputs_unchanged, about, "the kernel modified Q, K or V");
-    expect_matches(c, first, reference_for(c, in), what);
+    expect_matches(c, first, reference_for(c, in), what, seed);
   }
 }
 

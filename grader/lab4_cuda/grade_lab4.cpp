@@ -5,8 +5,6 @@
 // shapes, the GPU fp64 reference for large ones, with bands from the shared table whose
 // baseline is the same-dtype plain implementation. Without a CUDA device every check is
 // skipped, and the scoreboard says so.
-#include <cuda_runtime_api.h>
-
 #include <string>
 #include <vector>
 
@@ -19,25 +17,12 @@ using gpu_grading::Storage;
 
 namespace {
 
-// Launches the lab's kernel for configuration c, the way every check does.
-gpu_grading::Launch launch_lab4(const Config& c) {
-  return [c](const void* q, const void* k, const void* v, void* o, float* lse, void* stream) {
-    course::lab4::ForwardOptions options;
-    options.causal = c.causal;
-    options.scale = c.scale;
-    options.stream = static_cast<cudaStream_t>(stream);
-    course::lab4::flash_attention_forward(q, k, v, o, lse,
-                                          c.dtype == Storage::fp32 ? course::lab4::DType::fp32
-                                                                   : course::lab4::DType::bf16,
-                                          {c.B, c.H, c.Nq, c.Nk, c.d}, options);
-  };
-}
-
 bool check(const Config& c, std::uint64_t seed = grading::seed()) {
-  return gpu_grading::check_config(c, launch_lab4(c), "flash_attention_forward", seed);
+  return gpu_grading::check_config(c, "flash_attention_forward", seed);
 }
 
-// Small shapes: every N of the issue, every head dimension, causal and not, several heads.
+// Small shapes: N from 1 to 113 (1, 2, 3: fewer keys than a warp; 113: a partial tile), every
+// head dimension, causal and not, several heads.
 void small_shapes(Storage dtype) {
   for (int d : {32, 64, 128})
     for (int n : {1, 2, 3, 7, 64, 113})
@@ -124,6 +109,27 @@ TEST_CASE("large shapes against the GPU fp64 reference" * grading::points(4)) {
   check(odd);
 }
 
+TEST_CASE("numerics: large logits, and rows whose scores are all far below zero" * grading::points(2, kSmallFp32)) {
+  gpu_grading::require_device();
+  // Scores of about +-1e8: exp overflows without the max shift, and with few keys many rows
+  // have only scores far below zero, where a running max started at 0 instead of -inf makes
+  // every weight underflow to 0 (and O = 0 / 0).
+  for (Storage dtype : {Storage::fp32, Storage::bf16})
+    for (auto [nq, nk] : {std::pair{64, 1}, std::pair{64, 3}, std::pair{100, 70}, std::pair{130, 129}})
+      for (bool causal : {false, true}) {
+        Config c;
+        c.B = 2;
+        c.H = 2;
+        c.Nq = nq;
+        c.Nk = nk;
+        c.d = 64;
+        c.dtype = dtype;
+        c.causal = causal;
+        c.dist = reference::Distribution::large_logits;
+        check(c);
+      }
+}
+
 TEST_CASE("deterministic and right for several seeds (no race)" * grading::points(2)) {
   gpu_grading::require_device();
   // A missing barrier shows up as results that change from run to run, or with the seed.
@@ -134,7 +140,7 @@ TEST_CASE("deterministic and right for several seeds (no race)" * grading::point
   c.d = 64;
   c.causal = true;
   const std::uint64_t s = grading::seed() * 1000;
-  gpu_grading::check_deterministic(c, launch_lab4(c), "flash_attention_forward", {s, s + 1, s + 2});
+  gpu_grading::check_deterministic(c, "flash_attention_forward", {s, s + 1, s + 2});
 }
 
 TEST_CASE("inputs unchanged and scale honoured" * grading::points(2)) {
@@ -149,27 +155,23 @@ TEST_CASE("inputs unchanged and scale honoured" * grading::points(2)) {
     c.scale = scale;
     c.dist = reference::Distribution::outliers;
     const auto in = gpu_grading::make_inputs(c, grading::seed());
-    const auto out = gpu_grading::run_on_device(c, in, launch_lab4(c));
+    const auto out = gpu_grading::run_lab(c, in);
     grading::expect(out.inputs_unchanged, {"flash_attention_forward", "fp32", {c.B, c.H, c.Nq, c.d}, c.describe()},
                     "the kernel modified Q, K or V");
-    gpu_grading::expect_matches(c, out, gpu_grading::reference_for(c, in), "flash_attention_forward");
+    gpu_grading::expect_matches(c, out, gpu_grading::reference_for(c, in), "flash_attention_forward", grading::seed());
   }
 }
 
 TEST_CASE("bad input gets a clear error" * grading::points(2, kSmallFp32)) {
   gpu_grading::require_device();
-  float* dummy = nullptr;
-  cudaMalloc(reinterpret_cast<void**>(&dummy), 1 << 20);
-  course::lab4::ForwardOptions opt;
-  using course::lab4::DType;
-  CHECK_THROWS_AS(course::lab4::flash_attention_forward(dummy, dummy, dummy, dummy, dummy, DType::fp32,
-                                                        {1, 1, 16, 16, 48}, opt),
-                  course::BadInput);  // d = 48 is not supported
-  CHECK_THROWS_AS(course::lab4::flash_attention_forward(nullptr, dummy, dummy, dummy, dummy, DType::fp32,
-                                                        {1, 1, 16, 16, 64}, opt),
-                  course::BadInput);
-  CHECK_THROWS_AS(course::lab4::flash_attention_forward(dummy, dummy, dummy, dummy, dummy, DType::fp32,
-                                                        {1, 1, 0, 16, 64}, opt),
-                  course::BadInput);
-  cudaFree(dummy);
+  auto shape = [](int Nq, int d) {
+    Config c;
+    c.Nq = Nq;
+    c.Nk = 16;
+    c.d = d;
+    return c;
+  };
+  CHECK_THROWS_AS(gpu_grading::call_with_bad_arguments(shape(16, 48), false), course::BadInput);  // d = 48
+  CHECK_THROWS_AS(gpu_grading::call_with_bad_arguments(shape(16, 64), true), course::BadInput);   // Q null
+  CHECK_THROWS_AS(gpu_grading::call_with_bad_arguments(shape(0, 64), false), course::BadInput);   // Nq = 0
 }

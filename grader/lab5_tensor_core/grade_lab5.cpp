@@ -3,9 +3,9 @@
 // Correctness exactly as lab 4 (NaN-poisoned outputs, a non-default stream, the fp64 reference,
 // bands from the shared table, causal with Nq != Nk, odd N, LSE), for the shipped version and
 // for every step of the staircase. Speed points are measured against the solution in the same
-// run (full points within 1.2x of its time, a sliding scale to 0 at 3x), as CS149 does.
-#include <cuda_runtime_api.h>
-
+// run (full points within 1.2x of its time, a sliding scale to 0 at 3x), as CS149 does: both
+// are timed in their own lab processes, one after the other.
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -14,6 +14,7 @@
 #include "course/errors.hpp"
 #include "course/lab5_tensor_core.hpp"
 #include "gpu_harness.hpp"
+#include "lab_process.hpp"
 #include "speed.hpp"
 
 using course::lab5::Version;
@@ -33,23 +34,9 @@ const char* version_name(Version v) {
   return "?";
 }
 
-// Launches version v of the lab's kernel for configuration c, the way every check does.
-gpu_grading::Launch launch_lab5(const Config& c, Version v = Version::best) {
-  return [c, v](const void* q, const void* k, const void* vv, void* o, float* lse, void* stream) {
-    course::lab5::ForwardOptions options;
-    options.causal = c.causal;
-    options.scale = c.scale;
-    options.version = v;
-    options.stream = static_cast<cudaStream_t>(stream);
-    course::lab5::flash_attention_forward(
-        q, k, vv, o, lse, c.dtype == Storage::bf16 ? course::lab5::DType::bf16 : course::lab5::DType::fp16,
-        {c.B, c.H, c.Nq, c.Nk, c.d}, options);
-  };
-}
-
-bool check(const Config& c, Version v = Version::best, std::uint64_t seed = grading::seed()) {
-  return gpu_grading::check_config(c, launch_lab5(c, v),
-                                   std::string("flash_attention_forward[") + version_name(v) + "]", seed);
+bool check(Config c, Version v = Version::best, std::uint64_t seed = grading::seed()) {
+  c.version = int(v);
+  return gpu_grading::check_config(c, std::string("flash_attention_forward[") + version_name(v) + "]", seed);
 }
 
 void small_shapes(Storage dtype, Version v = Version::best) {
@@ -67,15 +54,22 @@ void small_shapes(Storage dtype, Version v = Version::best) {
       }
 }
 
-// The student's time over the solution's, for one benchmark configuration.
+// Median milliseconds of the shipped kernel on the speed benchmark, timed in a lab process.
+double time_in(isolation::LabProcess& process, const lab5_speed::SpeedConfig& c) {
+  isolation::Packet args;
+  args.put<std::int32_t>(c.d);
+  args.put<std::uint8_t>(c.causal);
+  auto reply = process.call("time", args);
+  const double ms = reply.results.get<double>();
+  if (!(ms > 0) || !std::isfinite(ms)) throw std::runtime_error("a timing of " + std::to_string(ms) + " ms");
+  return ms;
+}
+
+// The student's time over the solution's, for one benchmark configuration. Both run on the same
+// GPU, one after the other, each in its own lab process.
 double speed_ratio(const lab5_speed::SpeedConfig& c, std::string& note) {
-  const double student = lab5_speed::median_ms(c);
-  const std::string cmd = std::string(COURSE_LAB5_TIMER) + " " + std::to_string(c.d) + " " +
-                          (c.causal ? "1" : "0");
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
-  double solution = 0;
-  if (!pipe || std::fscanf(pipe.get(), "%lf", &solution) != 1 || solution <= 0)
-    throw std::runtime_error("could not time the solution with " + cmd);
+  const double student = time_in(isolation::lab(), c);
+  const double solution = time_in(isolation::solution_lab(), c);
   char buf[256];
   std::snprintf(buf, sizeof buf, "d=%d %s N=%d: yours %.3f ms (%.0f TFLOP/s), solution %.3f ms (%.0f TFLOP/s), %.2fx; ",
                 c.d, c.causal ? "causal" : "non-causal", c.N, student, c.flops() / student / 1e9, solution,
@@ -169,6 +163,26 @@ TEST_CASE("staircase: every version matches the reference" * grading::points(3))
   }
 }
 
+TEST_CASE("numerics: large logits, and rows whose scores are all far below zero" * grading::points(2, kBf16)) {
+  gpu_grading::require_device();
+  // As in lab 4: exp overflows without the max shift, and a running max started at 0 instead of
+  // -inf makes every weight of a row whose scores are all far below zero underflow to 0.
+  for (Storage dtype : {Storage::bf16, Storage::fp16})
+    for (auto [nq, nk] : {std::pair{64, 1}, std::pair{64, 3}, std::pair{100, 70}, std::pair{130, 129}})
+      for (bool causal : {false, true}) {
+        Config c;
+        c.B = 2;
+        c.H = 2;
+        c.Nq = nq;
+        c.Nk = nk;
+        c.d = 64;
+        c.dtype = dtype;
+        c.causal = causal;
+        c.dist = reference::Distribution::large_logits;
+        check(c);
+      }
+}
+
 TEST_CASE("best: deterministic and right for several seeds (no race)" * grading::points(2)) {
   gpu_grading::require_device();
   Config c;
@@ -179,26 +193,23 @@ TEST_CASE("best: deterministic and right for several seeds (no race)" * grading:
   c.dtype = Storage::bf16;
   c.causal = true;
   const std::uint64_t s = grading::seed() * 1000;
-  gpu_grading::check_deterministic(c, launch_lab5(c), "flash_attention_forward[best]", {s, s + 1, s + 2});
+  gpu_grading::check_deterministic(c, "flash_attention_forward[best]", {s, s + 1, s + 2});
 }
 
 TEST_CASE("bad input gets a clear error" * grading::points(1, kBf16)) {
   gpu_grading::require_device();
-  void* dummy = nullptr;
-  cudaMalloc(&dummy, 1 << 20);
-  float* lse = static_cast<float*>(dummy);
-  course::lab5::ForwardOptions opt;
-  using course::lab5::DType;
-  CHECK_THROWS_AS(course::lab5::flash_attention_forward(dummy, dummy, dummy, dummy, lse, DType::bf16,
-                                                        {1, 1, 16, 16, 32}, opt),
-                  course::BadInput);  // d = 32 is not supported by the tensor-core kernel
-  CHECK_THROWS_AS(course::lab5::flash_attention_forward(nullptr, dummy, dummy, dummy, lse, DType::bf16,
-                                                        {1, 1, 16, 16, 64}, opt),
-                  course::BadInput);
-  CHECK_THROWS_AS(course::lab5::flash_attention_forward(dummy, dummy, dummy, dummy, lse, DType::fp16,
-                                                        {1, 0, 16, 16, 64}, opt),
-                  course::BadInput);
-  cudaFree(dummy);
+  auto shape = [](int H, int d, Storage dtype) {
+    Config c;
+    c.H = H;
+    c.Nq = c.Nk = 16;
+    c.d = d;
+    c.dtype = dtype;
+    return c;
+  };
+  // d = 32 is not supported by the tensor-core kernel; Q null; H = 0.
+  CHECK_THROWS_AS(gpu_grading::call_with_bad_arguments(shape(1, 32, Storage::bf16), false), course::BadInput);
+  CHECK_THROWS_AS(gpu_grading::call_with_bad_arguments(shape(1, 64, Storage::bf16), true), course::BadInput);
+  CHECK_THROWS_AS(gpu_grading::call_with_bad_arguments(shape(0, 64, Storage::fp16), false), course::BadInput);
 }
 
 TEST_CASE("speed: d=64 within 1.2x of the solution" * grading::points(4, kBf16)) {

@@ -10,16 +10,22 @@ for mode in ok crash hang abort skip fail exit; do
   printf '#!/bin/sh\nFAKE_GRADER_MODE=%s exec %s "$@"\n' "$mode" "$fake" > "$dir/grade_$mode"
   chmod +x "$dir/grade_$mode"
 done
+# The manifest names each lab's (here: fake) grader; the student's lab processes are in workers/
+# (the fake graders never start them), and lab 7's did not build.
+mkdir -p "$dir/workers"
 n=0
 for mode in ok crash hang abort skip fail; do
   n=$((n + 1))
   printf '%d\tfake_%s\tcpu\t%s\t%s\t-\n' "$n" "$mode" "$dir/grade_$mode" "$dir/grade_$mode" >> "$dir/graders.tsv"
+  cp "$dir/grade_ok" "$dir/workers/lab${n}_worker"
 done
-printf '7\tfake_missing\tcpu\t%s\t%s\t-\n' "$dir/nonexistent" "$dir/grade_ok" >> "$dir/graders.tsv"
+printf '7\tfake_missing\tcpu\t%s\t%s\t-\n' "$dir/grade_ok" "$dir/grade_ok" >> "$dir/graders.tsv"
+echo "labs/lab7/x.cpp:3: error: expected ';'" > "$dir/workers/lab7.build-failed"
 printf '8\tfake_exit\tcpu\t%s\t%s\t-\n' "$dir/grade_exit" "$dir/grade_exit" >> "$dir/graders.tsv"
+cp "$dir/grade_ok" "$dir/workers/lab8_worker"
 
 set +e
-"$runner" grade --manifest "$dir/graders.tsv" --out "$dir/out" --timeout 3 > "$dir/board.txt" 2>&1
+"$runner" grade --manifest "$dir/graders.tsv" --workers "$dir/workers" --out "$dir/out" --timeout 3 > "$dir/board.txt" 2>&1
 rc=$?
 set -e
 cat "$dir/board.txt"
@@ -35,9 +41,11 @@ grep -Eq '^6 +fake_fail +7/12 ' "$dir/board.txt" || fail "failing check not scor
 grep -q 'parent failed: "misbehaving check"' "$dir/board.txt" || fail "parent failure not reported"
 grep -q '1.8x slower than the solution' "$dir/board.txt" || fail "partial credit not explained"
 grep -q '"score": 1, "max_score": 2' "$dir/out/results.json" || fail "partial credit missing from results.json"
-grep -Eq '^7 +fake_missing +0/12 +build failed' "$dir/board.txt" || fail "a lab that did not build is not reported"
+grep -Eq '^7 +fake_missing +0/12 +build failed: labs/lab7/x.cpp:3: error' "$dir/board.txt" || fail "a lab that did not build is not reported with its points and reason"
 grep -Eq '^8 +fake_exit +2/12 +exited early \(exit code 3\) during "misbehaving check"' "$dir/board.txt" || fail "exit() in lab code not reported"
 grep -q '"status": "failed", "tags": \["lab5", "skipped"\]' "$dir/out/results.json" || fail "skipped check missing from results.json"
 grep -q '<skipped message="no CUDA device' "$dir/out/junit.xml" || fail "skipped check missing from junit.xml"
 python3 -c "import json,sys; json.load(open('$dir/out/results.json'))" 2>/dev/null || fail "results.json is not valid JSON"
+python3 -c "import xml.dom.minidom as m; m.parse('$dir/out/junit.xml')" 2>/dev/null || fail "junit.xml is not valid XML"
+grep -q "^7	fake_missing	0	12	build failed" "$dir/out/scores.tsv" || fail "scores.tsv lacks the lab that did not build"
 echo "runner isolation: ok"

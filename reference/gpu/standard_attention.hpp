@@ -16,7 +16,7 @@
 #include <cstddef>
 #include <cuda_runtime_api.h>
 
-namespace course::bench {
+namespace course::reference::gpu {
 
 class StandardAttention {
  public:
@@ -47,4 +47,4 @@ class StandardAttention {
   std::size_t capacity_ = 0;
 };
 
-}  // namespace course::bench
+}  // namespace course::reference::gpu

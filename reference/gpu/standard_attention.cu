@@ -13,7 +13,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace course::bench {
+namespace course::reference::gpu {
 namespace {
 
 void check_cuda(cudaError_t status, const char* call) {
@@ -207,4 +207,4 @@ cudaError_t StandardAttention::forward(const void* Q, const void* K, const void*
   return cudaSuccess;
 }
 
-}  // namespace course::bench
+}  // namespace course::reference::gpu

@@ -1,0 +1,116 @@
+#include "device_run.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace gpu_lab {
+
+void check_cuda(cudaError_t status, const char* call) {
+  if (status != cudaSuccess) throw std::runtime_error(std::string(call) + " failed: " + cudaGetErrorString(status));
+}
+
+namespace {
+
+// A device allocation that frees itself.
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(std::size_t bytes) : bytes_(bytes) { check_cuda(cudaMalloc(&ptr_, bytes ? bytes : 1), "cudaMalloc"); }
+  ~DeviceBuffer() { cudaFree(ptr_); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  void* get() const { return ptr_; }
+  void upload(const std::vector<std::uint8_t>& host) {
+    check_cuda(cudaMemcpy(ptr_, host.data(), std::min(host.size(), bytes_), cudaMemcpyHostToDevice), "cudaMemcpy to device");
+  }
+  std::vector<std::uint8_t> download() const {
+    std::vector<std::uint8_t> host(bytes_);
+    check_cuda(cudaMemcpy(host.data(), ptr_, bytes_, cudaMemcpyDeviceToHost), "cudaMemcpy to host");
+    return host;
+  }
+
+ private:
+  void* ptr_ = nullptr;
+  std::size_t bytes_;
+};
+
+// Spins one thread for `ns` nanoseconds of GPU time: keeps the legacy default stream busy.
+__global__ void spin_kernel(unsigned long long ns) {
+  unsigned long long start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < ns);
+}
+
+// How long the default stream is kept busy: long enough that a kernel queued behind it cannot
+// finish before the results are read on the lab's stream.
+constexpr unsigned long long kBusyNanoseconds = 50'000'000;  // 50 ms
+
+}  // namespace
+
+Result run_kernel(const gpu_wire::KernelCall& c, const std::vector<std::uint8_t>& q,
+                  const std::vector<std::uint8_t>& k, const std::vector<std::uint8_t>& v, const Launch& launch) {
+  const std::size_t o_bytes = c.o_elements() * gpu_wire::bytes_per_element(c.dtype);
+  DeviceBuffer dq(q.size()), dk(k.size()), dv(v.size()), dout(o_bytes), dlse(c.lse_elements() * 4);
+  dq.upload(q);
+  dk.upload(k);
+  dv.upload(v);
+  // All-ones bytes are NaN in fp32, bf16 and fp16: an element the kernel never writes stays NaN.
+  check_cuda(cudaMemset(dout.get(), 0xFF, o_bytes), "cudaMemset(O)");
+  check_cuda(cudaMemset(dlse.get(), 0xFF, c.lse_elements() * 4), "cudaMemset(lse)");
+  check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize before the launch");
+  cudaStream_t stream;
+  check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  Result r;
+  r.O.resize(o_bytes);
+  r.lse.resize(c.lse_elements());
+  try {
+    spin_kernel<<<1, 1, 0, 0>>>(kBusyNanoseconds);  // the legacy default stream, busy
+    check_cuda(cudaGetLastError(), "the busy kernel on the default stream");
+    launch(dq.get(), dk.get(), dv.get(), dout.get(), static_cast<float*>(dlse.get()), stream);
+    // Ordered on the lab's stream only: work the kernel put elsewhere is not waited for.
+    check_cuda(cudaMemcpyAsync(r.O.data(), dout.get(), o_bytes, cudaMemcpyDeviceToHost, stream), "reading O on the lab's stream");
+    check_cuda(cudaMemcpyAsync(r.lse.data(), dlse.get(), r.lse.size() * 4, cudaMemcpyDeviceToHost, stream),
+               "reading lse on the lab's stream");
+    check_cuda(cudaStreamSynchronize(stream), "the kernel (cudaStreamSynchronize on the lab's stream)");
+    check_cuda(cudaDeviceSynchronize(), "the kernel (cudaDeviceSynchronize)");
+    check_cuda(cudaGetLastError(), "the kernel (cudaGetLastError)");
+  } catch (...) {
+    cudaStreamDestroy(stream);
+    throw;
+  }
+  cudaStreamDestroy(stream);
+  r.inputs_unchanged = dq.download() == q && dk.download() == k && dv.download() == v;
+  return r;
+}
+
+void call_with_dummy_buffers(const std::function<void(void* buffer)>& launch) {
+  DeviceBuffer dummy(1 << 20);
+  launch(dummy.get());
+  check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+}
+
+double median_ms(const std::function<void()>& launch, int warmup, int repeats) {
+  for (int i = 0; i < warmup; ++i) launch();
+  check_cuda(cudaDeviceSynchronize(), "warm-up");
+  cudaEvent_t start, stop;
+  check_cuda(cudaEventCreate(&start), "cudaEventCreate");
+  check_cuda(cudaEventCreate(&stop), "cudaEventCreate");
+  std::vector<float> times;
+  for (int i = 0; i < repeats; ++i) {
+    check_cuda(cudaEventRecord(start), "cudaEventRecord");
+    launch();
+    check_cuda(cudaEventRecord(stop), "cudaEventRecord");
+    check_cuda(cudaEventSynchronize(stop), "timed launch");
+    float ms = 0;
+    check_cuda(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+    times.push_back(ms);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  std::nth_element(times.begin(), times.begin() + long(times.size() / 2), times.end());
+  return times[times.size() / 2];
+}
+
+}  // namespace gpu_lab

@@ -1,0 +1,44 @@
+// What a GPU lab process does around the student's kernel (lab process side; see
+// grader/isolation/). The grader sends the inputs; this code
+//   - copies them to the device and poisons O and LSE with NaN (every element must be written);
+//   - keeps the legacy default stream busy for a while and hands the kernel a non-blocking
+//     stream: a kernel that ignores options.stream runs late, after the results were read;
+//   - reads O and LSE back with copies ordered on that stream, then waits for the whole device
+//     and checks that Q, K and V are unchanged.
+// The grader compares what comes back with the reference; nothing here judges.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "gpu_wire.hpp"
+
+namespace gpu_lab {
+
+struct Result {
+  std::vector<std::uint8_t> O;  // [B, H, Nq, d] in the dtype's bits
+  std::vector<float> lse;       // [B, H, Nq]
+  bool inputs_unchanged = true;
+};
+
+using Launch = std::function<void(const void* q, const void* k, const void* v, void* o, float* lse,
+                                  cudaStream_t stream)>;
+
+Result run_kernel(const gpu_wire::KernelCall& call, const std::vector<std::uint8_t>& q,
+                  const std::vector<std::uint8_t>& k, const std::vector<std::uint8_t>& v,
+                  const Launch& launch);
+
+// Calls `launch` on a 1 MiB device buffer standing in for every pointer (null where asked), for
+// the checks that bad arguments are rejected before anything runs.
+void call_with_dummy_buffers(const std::function<void(void* buffer)>& launch);
+
+// The median of `repeats` timed launches (CUDA events) after `warmup` untimed ones, in ms.
+double median_ms(const std::function<void()>& launch, int warmup = 3, int repeats = 20);
+
+// Throws std::runtime_error naming the call when a CUDA call failed.
+void check_cuda(cudaError_t status, const char* call);
+
+}  // namespace gpu_lab

@@ -1,0 +1,81 @@
+// The trusted side: starts the lab process (see worker.hpp), sends it calls, and reads replies,
+// treating every reply as untrusted input.
+//
+// The lab process runs
+//   - in its own session and process group, killed with the grader (PR_SET_PDEATHSIG) and
+//     killed whole when a call fails;
+//   - with resource limits: CPU seconds, address space (CPU labs), file size (its log), no core
+//     dumps, few open files;
+//   - as user "nobody" when the grader runs as root (and the binary is reachable for nobody);
+//   - under the system-call filter of sandbox.cpp (no new processes, no programs, no signals to
+//     others, no file writes);
+//   - with an empty environment, its own scratch directory as working directory, and only four
+//     descriptors: /dev/null, its log (stdout and stderr), the request pipe and the reply pipe.
+// A call that crashes, hangs past its time limit or replies nonsense fails that call only: the
+// next call starts a fresh lab process.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+
+#include "wire.hpp"
+
+namespace isolation {
+
+// The lab process crashed, exited, hung, or replied something that does not parse.
+struct LabFailure : std::runtime_error {
+  explicit LabFailure(const std::string& what) : std::runtime_error(what) {}
+};
+
+// The lab code threw an exception other than course::BadInput (its message, made safe).
+struct LabError : std::runtime_error {
+  explicit LabError(const std::string& what) : std::runtime_error(what) {}
+};
+
+struct Reply {
+  Packet results;
+  std::map<std::string, std::uint64_t> counters;  // e.g. "multiplications" (CountedFloat)
+};
+
+class LabProcess {
+ public:
+  // binary: the lab process executable; who: how messages name it ("your lab", "the solution").
+  LabProcess(std::string binary, std::string who);
+  ~LabProcess();
+  LabProcess(const LabProcess&) = delete;
+  LabProcess& operator=(const LabProcess&) = delete;
+
+  // Calls `function` with `args` (written after the name) in the lab process. Returns its
+  // results; throws course::BadInput if the lab code rejected the input, LabError for any other
+  // exception it threw, LabFailure if the process died, hung or replied nonsense.
+  Reply call(const std::string& function, const Packet& args);
+
+  // Ends the current process: the next call starts a fresh one (e.g. to measure memory).
+  void restart();
+
+  // Peak resident memory (VmHWM) of the current process, in bytes; 0 if none is running.
+  long peak_rss_bytes() const;
+  bool available() const;  // the binary exists
+  const std::string& binary() const { return binary_; }
+
+ private:
+  void start();
+  void stop();
+  [[noreturn]] void fail(const std::string& function, const std::string& what);
+  std::string log_tail() const;
+
+  std::string binary_, who_, log_path_, scratch_;
+  pid_t pid_ = -1;
+  int to_lab_ = -1, from_lab_ = -1;
+};
+
+// The lab under test: COURSE_WORKER (set by the runner), and the solution, for yardsticks such
+// as speed: COURSE_SOLUTION_WORKER.
+LabProcess& lab();
+LabProcess& solution_lab();
+
+}  // namespace isolation

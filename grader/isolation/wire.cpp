@@ -1,0 +1,152 @@
+#include "wire.hpp"
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+
+namespace isolation {
+
+void Packet::put_bytes(const void* p, std::size_t n) {
+  const auto* b = static_cast<const std::uint8_t*>(p);
+  data_.insert(data_.end(), b, b + n);
+}
+
+void Packet::get_bytes(void* p, std::size_t n) {
+  if (n > remaining())
+    throw Malformed("expected " + std::to_string(n) + " more bytes, only " +
+                    std::to_string(remaining()) + " left");
+  if (n) std::memcpy(p, data_.data() + read_, n);
+  read_ += n;
+}
+
+void Packet::put_string(const std::string& s) {
+  put<std::uint64_t>(s.size());
+  put_bytes(s.data(), s.size());
+}
+
+std::string Packet::get_string(std::size_t max_length) {
+  const std::size_t n = get_count(1);
+  if (n > max_length) throw Malformed("a string of " + std::to_string(n) + " bytes is too long");
+  std::string s(n, '\0');
+  get_bytes(s.data(), n);
+  return s;
+}
+
+std::size_t Packet::get_count(std::size_t element_bytes) {
+  const auto n = get<std::uint64_t>();
+  if (element_bytes && n > remaining() / element_bytes)
+    throw Malformed("a count of " + std::to_string(n) + " elements exceeds the data that follows");
+  return std::size_t(n);
+}
+
+namespace {
+
+bool write_all(int fd, const void* p, std::size_t n) {
+  const auto* b = static_cast<const std::uint8_t*>(p);
+  while (n > 0) {
+    const ssize_t w = ::write(fd, b, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    b += w;
+    n -= std::size_t(w);
+  }
+  return true;
+}
+
+// Reads exactly n bytes before the deadline. Returns false on end of file before any byte of
+// the frame arrived (a clean close); throws on a timeout or a close in the middle of a frame.
+bool read_all(int fd, void* p, std::size_t n, std::chrono::steady_clock::time_point deadline,
+              bool limited, bool first) {
+  auto* b = static_cast<std::uint8_t*>(p);
+  std::size_t got = 0;
+  while (got < n) {
+    int wait_ms = -1;
+    if (limited) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) throw std::runtime_error("timed out");
+      wait_ms = int(std::min<long long>(left.count(), 1 << 30));
+    }
+    pollfd pfd{fd, POLLIN, 0};
+    const int ready = ::poll(&pfd, 1, wait_ms);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0) throw std::runtime_error("timed out");
+    const ssize_t r = ::read(fd, b + got, n - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      if (first && got == 0) return false;
+      throw Malformed("the connection closed in the middle of a frame");
+    }
+    got += std::size_t(r);
+  }
+  return true;
+}
+
+}  // namespace
+
+bool write_frame(int fd, const Packet& p) {
+  const auto n = std::uint32_t(p.bytes().size());
+  return write_all(fd, &n, sizeof n) && write_all(fd, p.bytes().data(), n);
+}
+
+bool read_frame(int fd, Packet& p, int timeout_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  const bool limited = timeout_ms >= 0;
+  std::uint32_t n = 0;
+  if (!read_all(fd, &n, sizeof n, deadline, limited, true)) return false;
+  if (n > kMaxFrameBytes) throw Malformed("a frame of " + std::to_string(n) + " bytes is too large");
+  std::vector<std::uint8_t> bytes(n);
+  read_all(fd, bytes.data(), n, deadline, limited, false);
+  p = Packet(std::move(bytes));
+  return true;
+}
+
+std::string safe_text(const std::string& s, std::size_t max_bytes, bool keep_newlines) {
+  std::string out;
+  const auto* b = reinterpret_cast<const unsigned char*>(s.data());
+  const std::size_t n = s.size();
+  const char* replacement = "\xEF\xBF\xBD";  // U+FFFD
+  std::size_t i = 0;
+  while (i < n && out.size() < max_bytes) {
+    const unsigned char c = b[i];
+    if (c < 0x80) {
+      if (c == '\n' && keep_newlines) out += '\n';
+      else if (c == '\n' || c == '\t' || c == '\r') out += ' ';
+      else if (c >= 0x20 && c != 0x7F) out += char(c);
+      // other control characters (ESC, BEL, ...) are dropped: no escape sequences get through
+      ++i;
+      continue;
+    }
+    // A multi-byte sequence: its length from the lead byte, then continuation bytes 10xxxxxx,
+    // no overlong forms, no surrogates, nothing above U+10FFFF.
+    std::size_t len = 0;
+    std::uint32_t cp = 0;
+    if (c >= 0xC2 && c <= 0xDF) len = 2, cp = c & 0x1F;
+    else if (c >= 0xE0 && c <= 0xEF) len = 3, cp = c & 0x0F;
+    else if (c >= 0xF0 && c <= 0xF4) len = 4, cp = c & 0x07;
+    bool ok = len > 0 && i + len <= n;
+    for (std::size_t k = 1; ok && k < len; ++k) {
+      ok = (b[i + k] & 0xC0) == 0x80;
+      cp = (cp << 6) | (b[i + k] & 0x3F);
+    }
+    if (ok) {
+      const bool overlong = (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000);
+      const bool surrogate = cp >= 0xD800 && cp <= 0xDFFF;
+      const bool c1_control = cp >= 0x80 && cp <= 0x9F;  // includes the 8-bit CSI
+      ok = !overlong && !surrogate && cp <= 0x10FFFF;
+      if (ok && !c1_control) out.append(s, i, len);
+      if (ok) {
+        i += len;
+        continue;
+      }
+    }
+    out += replacement;
+    ++i;
+  }
+  if (i < n) out += "... [truncated]";
+  return out;
+}
+
+}  // namespace isolation

@@ -1,0 +1,88 @@
+// The grader's side of lab 2's API: each call is sent to the lab process (the student's code,
+// grader/isolation/), and its result read back. The grader itself never links lab code.
+#include <string>
+#include <type_traits>
+
+#include "course/lab2_combine.hpp"
+#include "lab_process.hpp"
+#include "tensors.hpp"
+
+namespace course::lab2 {
+
+namespace {
+template <class Acc>
+std::string acc_name() {
+  return std::is_same_v<Acc, double> ? "fp64" : "fp32";
+}
+template <class Acc>
+BlockStats<Acc> get_stats(isolation::Packet& p) {
+  const Acc m = p.get<Acc>();
+  return {m, p.get<Acc>()};
+}
+template <class Acc>
+void put_stats(isolation::Packet& p, BlockStats<Acc> s) {
+  p.put(s.m);
+  p.put(s.l);
+}
+}  // namespace
+
+template <class Acc>
+BlockStats<Acc> empty_stats() {
+  auto reply = isolation::lab().call("empty_stats/" + acc_name<Acc>(), {});
+  return get_stats<Acc>(reply.results);
+}
+
+template <class T>
+BlockStats<accum_t<T>> block_stats(const T* x, int n) {
+  isolation::Packet args;
+  args.put<std::int64_t>(n);
+  args.put_bytes(x, sizeof(T) * std::size_t(n < 0 ? 0 : n));
+  auto reply = isolation::lab().call(isolation::call_name<T>("block_stats"), args);
+  return get_stats<accum_t<T>>(reply.results);
+}
+
+template <class Acc>
+BlockStats<Acc> combine(BlockStats<Acc> a, BlockStats<Acc> b) {
+  isolation::Packet args;
+  put_stats(args, a);
+  put_stats(args, b);
+  auto reply = isolation::lab().call("combine/" + acc_name<Acc>(), args);
+  return get_stats<Acc>(reply.results);
+}
+
+template <class Acc>
+Acc lse_of(BlockStats<Acc> s) {
+  isolation::Packet args;
+  put_stats(args, s);
+  auto reply = isolation::lab().call("lse_of/" + acc_name<Acc>(), args);
+  return reply.results.template get<Acc>();
+}
+
+template <class T>
+StreamingSoftmax<T> softmax_streaming(const Matrix<T>& x, int block) {
+  isolation::Packet args;
+  isolation::put_matrix<T>(args, x);
+  args.put<std::int64_t>(block);
+  auto reply = isolation::lab().call(isolation::call_name<T>("softmax_streaming"), args);
+  StreamingSoftmax<T> out;
+  out.y = isolation::get_matrix<T>(reply.results);
+  out.lse = isolation::get_vector<accum_t<T>>(reply.results);
+  return out;
+}
+
+template BlockStats<float> empty_stats<float>();
+template BlockStats<double> empty_stats<double>();
+template BlockStats<double> block_stats<double>(const double*, int);
+template BlockStats<float> block_stats<float>(const float*, int);
+template BlockStats<float> block_stats<bf16>(const bf16*, int);
+template BlockStats<float> block_stats<fp16>(const fp16*, int);
+template BlockStats<float> combine<float>(BlockStats<float>, BlockStats<float>);
+template BlockStats<double> combine<double>(BlockStats<double>, BlockStats<double>);
+template float lse_of<float>(BlockStats<float>);
+template double lse_of<double>(BlockStats<double>);
+template StreamingSoftmax<double> softmax_streaming<double>(const Matrix<double>&, int);
+template StreamingSoftmax<float> softmax_streaming<float>(const Matrix<float>&, int);
+template StreamingSoftmax<bf16> softmax_streaming<bf16>(const Matrix<bf16>&, int);
+template StreamingSoftmax<fp16> softmax_streaming<fp16>(const Matrix<fp16>&, int);
+
+}  // namespace course::lab2

@@ -1,0 +1,61 @@
+// The lab process's side of lab 2's API; see grader/isolation/worker.hpp.
+#include <vector>
+
+#include "course/lab2_combine.hpp"
+#include "tensors.hpp"
+#include "worker.hpp"
+
+namespace {
+
+using course::lab2::BlockStats;
+using isolation::Packet;
+
+template <class Acc>
+BlockStats<Acc> get_stats(Packet& p) {
+  const Acc m = p.get<Acc>();
+  return {m, p.get<Acc>()};
+}
+template <class Acc>
+void put_stats(Packet& p, BlockStats<Acc> s) {
+  p.put(s.m);
+  p.put(s.l);
+}
+
+template <class Acc>
+void serve_stats(isolation::Registry& r, const std::string& acc) {
+  r.add("empty_stats/" + acc, [](Packet&, Packet& out) { put_stats(out, course::lab2::empty_stats<Acc>()); });
+  r.add("combine/" + acc, [](Packet& args, Packet& out) {
+    const auto a = get_stats<Acc>(args);
+    const auto b = get_stats<Acc>(args);
+    put_stats(out, course::lab2::combine(a, b));
+  });
+  r.add("lse_of/" + acc, [](Packet& args, Packet& out) { out.put(course::lab2::lse_of(get_stats<Acc>(args))); });
+}
+
+template <class T>
+void serve_dtype(isolation::Registry& r) {
+  r.add(isolation::call_name<T>("block_stats"), [](Packet& args, Packet& out) {
+    const auto n = args.get<std::int64_t>();
+    std::vector<T> x(std::size_t(n < 0 ? 0 : n));
+    args.get_bytes(x.data(), sizeof(T) * x.size());
+    put_stats(out, course::lab2::block_stats<T>(x.data(), int(n)));
+  });
+  r.add(isolation::call_name<T>("softmax_streaming"), [](Packet& args, Packet& out) {
+    const course::Matrix<T> x = isolation::get_matrix<T>(args);
+    const auto block = args.get<std::int64_t>();
+    const auto result = course::lab2::softmax_streaming<T>(x, int(block));
+    isolation::put_matrix<T>(out, result.y);
+    isolation::put_vector(out, result.lse);
+  });
+}
+
+}  // namespace
+
+void isolation::register_handlers(Registry& r) {
+  serve_stats<double>(r, "fp64");
+  serve_stats<float>(r, "fp32");
+  serve_dtype<double>(r);
+  serve_dtype<float>(r);
+  serve_dtype<course::bf16>(r);
+  serve_dtype<course::fp16>(r);
+}

@@ -1,0 +1,70 @@
+// The grader's side of lab 3's API: each call is sent to the lab process (the student's code,
+// grader/isolation/), and its result read back. The grader itself never links lab code.
+//
+// attention_forward<float, CountedFloat> runs in the lab process too; the multiplications it
+// counted there come back with the reply and are added to this process's counter, so that a
+// check reads CountedFloat::multiplications() as if the code had run here. The heap peak of the
+// call comes back the same way, for grading::HeapMeter (remote_heap_meter.cpp).
+#include "course/lab3_attention.hpp"
+#include "lab_process.hpp"
+#include "remote_heap_meter.hpp"
+#include "tensors.hpp"
+#include "wire_lab3.hpp"
+
+namespace course::lab3 {
+
+template <class T, class Acc>
+AttentionOutput<T> attention_forward(const Matrix<T>& Q, const Matrix<T>& K, const Matrix<T>& V,
+                                     const AttentionOptions& options) {
+  constexpr bool counted = std::is_same_v<Acc, CountedFloat>;
+  isolation::Packet args;
+  isolation::put_matrix<T>(args, Q);
+  isolation::put_matrix<T>(args, K);
+  isolation::put_matrix<T>(args, V);
+  isolation::put_options(args, options);
+  auto reply = isolation::lab().call(
+      isolation::call_name<T>(counted ? "attention_forward_counted" : "attention_forward"), args);
+  if (counted) CountedFloat::multiplications() += reply.counters["multiplications"];
+  grading::record_lab_heap_peak(reply);
+  AttentionOutput<T> out;
+  out.O = isolation::get_matrix<T>(reply.results);
+  out.lse = isolation::get_vector<accum_t<T>>(reply.results);
+  return out;
+}
+
+template <class T>
+BatchedOutput<T> attention_forward_batched(const Tensor4<T>& Q, const Tensor4<T>& K,
+                                           const Tensor4<T>& V, const AttentionOptions& options) {
+  isolation::Packet args;
+  isolation::put_tensor4(args, Q);
+  isolation::put_tensor4(args, K);
+  isolation::put_tensor4(args, V);
+  isolation::put_options(args, options);
+  auto reply = isolation::lab().call(isolation::call_name<T>("attention_forward_batched"), args);
+  grading::record_lab_heap_peak(reply);
+  BatchedOutput<T> out;
+  out.O = isolation::get_tensor4<T>(reply.results);
+  out.lse = isolation::get_values<accum_t<T>>(reply.results);
+  return out;
+}
+
+#define COURSE_LAB3_PROXY(T, Acc)                                                            \
+  template AttentionOutput<T> attention_forward<T, Acc>(const Matrix<T>&, const Matrix<T>&, \
+                                                        const Matrix<T>&, const AttentionOptions&);
+COURSE_LAB3_PROXY(double, double)
+COURSE_LAB3_PROXY(float, float)
+COURSE_LAB3_PROXY(bf16, float)
+COURSE_LAB3_PROXY(fp16, float)
+COURSE_LAB3_PROXY(float, CountedFloat)
+#undef COURSE_LAB3_PROXY
+
+template BatchedOutput<double> attention_forward_batched<double>(
+    const Tensor4<double>&, const Tensor4<double>&, const Tensor4<double>&, const AttentionOptions&);
+template BatchedOutput<float> attention_forward_batched<float>(
+    const Tensor4<float>&, const Tensor4<float>&, const Tensor4<float>&, const AttentionOptions&);
+template BatchedOutput<bf16> attention_forward_batched<bf16>(
+    const Tensor4<bf16>&, const Tensor4<bf16>&, const Tensor4<bf16>&, const AttentionOptions&);
+template BatchedOutput<fp16> attention_forward_batched<fp16>(
+    const Tensor4<fp16>&, const Tensor4<fp16>&, const Tensor4<fp16>&, const AttentionOptions&);
+
+}  // namespace course::lab3

@@ -1,0 +1,171 @@
+#include "report.hpp"
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+namespace runner {
+
+std::string first_line(const std::string& s, std::size_t max) {
+  std::string l = s.substr(0, s.find('\n'));
+  return l.size() > max ? l.substr(0, max) + "..." : l;
+}
+
+std::string points_text(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, x == double(long(x)) ? "%.0f" : "%.1f", x);
+  return buf;
+}
+
+namespace {
+
+std::string lab_status(const LabResult& lab) {
+  std::string status;
+  const int n = int(lab.checks.size());
+  if (!lab.problem.empty()) status = lab.problem;
+  else if (lab.count("fail")) status = std::to_string(lab.count("fail")) + " of " + std::to_string(n) + " checks failed";
+  else if (n && lab.count("skip") == n) status = "skipped: " + first_line(lab.checks.front().message, 120);
+  else if (lab.count("partial")) status = std::to_string(lab.count("partial")) + " of " + std::to_string(n) + " checks partial";
+  else status = "all checks passed";
+  if (lab.count("skip") && lab.count("skip") < n) status += " (" + std::to_string(lab.count("skip")) + " skipped)";
+  return status;
+}
+
+std::string score_text(const LabResult& lab) {
+  if (lab.checks.empty()) return "-";
+  if (lab.count("skip") == int(lab.checks.size())) return "skip/" + std::to_string(lab.possible());
+  return points_text(lab.earned()) + "/" + std::to_string(lab.possible());
+}
+
+std::string json_escape(const std::string& s) {
+  std::string o;
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': o += "\\\""; break;
+      case '\\': o += "\\\\"; break;
+      case '\n': o += "\\n"; break;
+      case '\t': o += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          char b[8];
+          std::snprintf(b, sizeof b, "\\u%04x", c);
+          o += b;
+        } else {
+          o += char(c);
+        }
+    }
+  }
+  return o;
+}
+
+std::string xml_escape(const std::string& s) {
+  std::string o;
+  for (unsigned char c : s) {
+    switch (c) {
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '&': o += "&amp;"; break;
+      case '"': o += "&quot;"; break;
+      case '\'': o += "&apos;"; break;
+      default:
+        if (c < 0x20 && c != '\n' && c != '\t') continue;  // not allowed in XML 1.0
+        o += char(c);
+    }
+  }
+  return o;
+}
+
+void write_atomically(const std::string& path, const std::string& content) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << content;
+  }
+  std::rename(tmp.c_str(), path.c_str());
+}
+
+}  // namespace
+
+void print_scoreboard(const std::vector<LabResult>& labs, bool verbose, const std::string& seed) {
+  double earned = 0;
+  int possible = 0, skipped_points = 0;
+  std::printf("\n%-4s %-22s %9s  %s\n", "lab", "name", "score", "status");
+  std::printf("%s\n", std::string(72, '-').c_str());
+  for (const auto& lab : labs) {
+    std::printf("%-4d %-22s %9s  %s\n", lab.number, lab.name.c_str(), score_text(lab).c_str(),
+                lab_status(lab).c_str());
+    earned += lab.earned();
+    possible += lab.possible();
+    for (const auto& c : lab.checks) {
+      if (c.status == "skip") skipped_points += c.points;
+      const bool show = c.status == "fail" || c.status == "partial" || verbose;
+      if (!show) continue;
+      std::string detail = verbose ? c.message : first_line(c.message);
+      if (verbose && c.status == "pass" && !c.figures.empty()) detail += (detail.empty() ? "" : "\n           ") + c.figures;
+      std::printf("     %-5s %s [%d pt%s]%s%s\n", c.status == "pass" ? "ok" : c.status.c_str(), c.name.c_str(),
+                  c.points, c.points == 1 ? "" : "s", detail.empty() ? "" : "\n           ", detail.c_str());
+    }
+  }
+  std::printf("%s\n", std::string(72, '-').c_str());
+  std::printf("Score: %s/%d", points_text(earned).c_str(), possible);
+  if (skipped_points) std::printf("  (%d points skipped: their checks could not run here)", skipped_points);
+  std::printf("   seed %s\n", seed.c_str());
+}
+
+// Gradescope's autograder schema: https://gradescope-autograders.readthedocs.io (results.json).
+void write_results_json(const std::vector<LabResult>& labs, const std::string& path, const std::string& seed) {
+  std::ostringstream out;
+  double earned = 0, secs = 0;
+  for (const auto& l : labs) earned += l.earned(), secs += l.seconds;
+  out << "{\n  \"score\": " << earned << ",\n  \"execution_time\": " << secs << ",\n  \"output\": \"seed "
+      << json_escape(seed) << "\",\n  \"tests\": [\n";
+  bool first = true;
+  for (const auto& lab : labs)
+    for (const auto& c : lab.checks) {
+      out << (first ? "" : ",\n") << "    {\"name\": \"" << json_escape(c.name) << "\", \"number\": \""
+          << lab.number << "\", \"score\": " << c.earned() << ", \"max_score\": " << c.points
+          << ", \"status\": \"" << (c.status == "pass" ? "passed" : "failed") << "\", \"tags\": [\"lab"
+          << lab.number << "\"" << (c.status == "skip" ? ", \"skipped\"" : "") << "], \"output\": \""
+          << json_escape((c.status == "skip" ? "SKIPPED: " : "") + c.message) << "\"}";
+      first = false;
+    }
+  out << "\n  ]\n}\n";
+  write_atomically(path, out.str());
+}
+
+void write_junit(const std::vector<LabResult>& labs, const std::string& path) {
+  std::ostringstream out;
+  out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n";
+  for (const auto& lab : labs) {
+    out << "  <testsuite name=\"lab" << lab.number << " " << xml_escape(lab.name) << "\" tests=\""
+        << lab.checks.size() << "\" failures=\"" << lab.count("fail") << "\" skipped=\"" << lab.count("skip")
+        << "\" time=\"" << lab.seconds << "\">\n";
+    for (const auto& c : lab.checks) {
+      out << "    <testcase classname=\"lab" << lab.number << "\" name=\"" << xml_escape(c.name)
+          << "\" time=\"" << c.seconds << "\">";
+      if (c.status == "fail" || c.status == "partial")
+        out << "<failure message=\"" << xml_escape(first_line(c.message)) << "\">" << xml_escape(c.message)
+            << "</failure>";
+      if (c.status == "skip") out << "<skipped message=\"" << xml_escape(c.message) << "\"/>";
+      out << "</testcase>\n";
+    }
+    out << "  </testsuite>\n";
+  }
+  out << "</testsuites>\n";
+  write_atomically(path, out.str());
+}
+
+void write_scores_tsv(const std::vector<LabResult>& labs, const std::string& path) {
+  std::ostringstream out;
+  out << "lab\tname\tearned\tpossible\tstatus\n";
+  for (const auto& lab : labs) {
+    std::string status = first_line(lab_status(lab), 200);
+    for (char& ch : status)
+      if (ch == '\t') ch = ' ';
+    out << lab.number << '\t' << lab.name << '\t' << points_text(lab.earned()) << '\t' << lab.possible() << '\t'
+        << status << '\n';
+  }
+  write_atomically(path, out.str());
+}
+
+}  // namespace runner

@@ -1,0 +1,52 @@
+// What a lab's grading produced: its checks (listed by the trusted grader, never by lab code),
+// what happened to each, and why a lab did not run to the end.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace runner {
+
+struct Check {
+  std::string name;
+  int points = 0;
+  std::string parent;
+  std::string status = "not run";  // pass | partial | fail | skip | not run
+  std::string message;
+  std::string figures;  // the comparison closest to its band, when the check passed (--verbose)
+  double seconds = 0;
+  double credit = 0;    // the share of the points earned, clamped to [0, 1]
+  double earned() const;
+};
+
+struct LabResult {
+  int number = 0;
+  std::string name;
+  std::vector<Check> checks;
+  std::string problem;  // "", or why the lab did not run to the end (crash, timeout, build)
+  double seconds = 0;
+  double earned() const;
+  int possible() const;
+  int count(const std::string& status) const;
+};
+
+// What the runner hands a grader.
+struct GradeRequest {
+  std::string grader;           // the trusted grader binary
+  std::string worker;           // the lab process binary (student, solution, planted bug, ...)
+  std::string solution_worker;  // the solution's lab process (yardsticks such as speed)
+  std::string seed = "1";
+  double timeout_s = 120;
+  std::string work_dir;         // logs and the lab process's scratch folder go here
+};
+
+// Asks the grader for its checks and their points without running them.
+LabResult list_checks(const std::string& grader, const std::string& work_dir);
+
+// Lists the checks, runs them, and fills in what happened to every one.
+LabResult grade(const GradeRequest& request);
+
+// Every check fails (or is skipped) with `why`: for a lab whose code did not build.
+void fail_all(LabResult& lab, const std::string& status, const std::string& why);
+
+}  // namespace runner
