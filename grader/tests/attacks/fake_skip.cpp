@@ -1,0 +1,6 @@
+// what: throws "SKIPPED: ..." hoping its checks are counted as skipped rather than failed
+// expect: 0/20
+// --- top
+#include <stdexcept>
+// --- body
+throw std::runtime_error("SKIPPED: no CUDA device here");

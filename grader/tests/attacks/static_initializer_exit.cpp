@@ -1,0 +1,7 @@
+// what: calls exit(0) from a static initializer, before any check can run
+// expect: 0/20
+// --- top
+#include <cstdlib>
+static const int kExitAtOnce = (std::exit(0), 0);
+// --- body
+(void)kExitAtOnce;

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# One hostile submission against the whole grading path: the student build (vetting included),
+# the lab process and the runner. The submission's lab 1 is the attack (grader/tests/attacks/
+# NAME.cpp, composed into an otherwise unimplemented softmax.cpp); its lab 2 is the solution, an
+# honest lab graded in the same run that must keep its full marks. Asserted: lab 1 earns nothing (0/20, with all 20
+# points listed, or a build rejected for the stated reason), lab 2 still earns 22/22,
+# results.json parses as JSON, junit.xml as XML, the scoreboard holds no escape character, and
+# nothing is rewritten after the runner has ended.
+#
+# Usage: test_attack.sh REPO_ROOT BUILD_DIR NAME      (NAME = stale_build: see the end)
+set -uo pipefail
+root=$1 build=$2 name=$3
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAILED ($name): $*"; exit 1; }
+export COURSE_BUILD_DIR=$build COURSE_NO_CUDA=1 COURSE_BUILD_TIMEOUT=30 COURSE_CALL_TIMEOUT=5
+
+make_tree() {  # a submission: skeletons (its lab 2 is the solution, see grade)
+  mkdir -p "$work/tree"
+  cp -r "$root/labs/." "$work/tree/"
+}
+
+grade() {  # build lab 1, grade labs 1 and 2; the scoreboard in $work/board.txt
+  "$root/course" _student-build "$work/tree" "$work/sb" "${1:-1}" 1 > "$work/build.txt" 2>&1 ||
+    { cat "$work/build.txt"; fail "the student build stopped"; }
+  # The honest lab 2 is the solution's lab process, built once by the main build.
+  cp "$build/grader/lab2_combine/lab2_worker_solution" "$work/sb/workers/lab2_worker"
+  "$build/grader/course_runner" grade --manifest "$build/graders.tsv" --workers "$work/sb/workers" \
+    --labs 1,2 --out "$work/out" --timeout 20 > "$work/board.txt" 2>&1
+  cat "$work/board.txt"
+  [ -f "$work/sb/workers/lab1.build-failed" ] && { echo "lab 1 build:"; cat "$work/sb/workers/lab1.build-failed"; }
+}
+
+check_outputs() {
+  grep -Eq '^2 +lab2_combine +22/22 ' "$work/board.txt" || fail "the honest lab 2 lost points"
+  python3 -c "import json; json.load(open('$work/out/results.json', encoding='utf-8'))" || fail "results.json is not valid JSON"
+  python3 -c "import xml.dom.minidom as m; m.parse('$work/out/junit.xml')" || fail "junit.xml is not valid XML"
+  ! grep -q $'\x1b' "$work/board.txt" "$work/out/results.json" "$work/out/junit.xml" || fail "an escape character got through"
+  [ "$(stat -c %s "$work/out/results.json")" -lt 200000 ] || fail "results.json is larger than 200 KB"
+  if [ -f "$work/out/lab1/lab-process.log" ]; then
+    [ "$(stat -c %s "$work/out/lab1/lab-process.log")" -le $((1 << 20)) ] || fail "the lab process's log passed its 1 MiB limit"
+  fi
+}
+
+if [ "$name" = stale_build ]; then
+  # A correct lab 1 is built, then replaced by the skeleton with old time stamps: a build that
+  # trusted time stamps would grade the old, correct objects.
+  make_tree
+  cp "$root/solutions/lab1_softmax/softmax.cpp" "$work/tree/lab1_softmax/softmax.cpp"
+  grade 1 > /dev/null
+  grep -Eq '^1 +lab1_softmax +20/20 ' "$work/board.txt" || fail "the correct lab 1 did not earn 20/20"
+  cp "$root/labs/lab1_softmax/softmax.cpp" "$work/tree/lab1_softmax/softmax.cpp"
+  touch -d '2000-01-01' "$work/tree/lab1_softmax/softmax.cpp"
+  grade 0
+  grep -Eq '^1 +lab1_softmax +0/20 ' "$work/board.txt" || fail "the stale build was graded"
+  check_outputs
+  echo "attack $name: blocked"
+  exit 0
+fi
+
+attack="$root/grader/tests/attacks/$name.cpp"
+[ -f "$attack" ] || fail "no attack $attack"
+if grep -q 'asm volatile("syscall"' "$attack" && [ "$(uname -m)" != x86_64 ]; then
+  echo "SKIPPED: raw x86-64 system calls"; exit 77
+fi
+make_tree
+solution_worker="$build/grader/lab1_softmax/lab1_worker_solution"
+subst() { sed -e "s|@ROOT@|$root|g" -e "s|@SOLUTION_WORKER@|$solution_worker|g"; }
+section() { awk -v want="$1" '/^\/\/ --- / { on = ($3 == want); next } on' "$attack" | subst; }
+expect=$(sed -n 's|^// expect: ||p' "$attack" | subst)
+out="$work/tree/lab1_softmax/softmax.cpp"
+if grep -q '^// --- whole' "$attack"; then
+  section whole > "$out"
+else
+  { echo '// A hostile lab 1 (grader/tests/attacks): it implements nothing and attacks the grader.'
+    echo '#include "course/lab1_softmax.hpp"'
+    section top
+    echo 'namespace course::lab1 {'
+    for fn in "Matrix<T> softmax_rows" "Vector<accum_t<T>> logsumexp_rows"; do
+      echo "template <class T>"
+      echo "$fn(const Matrix<T>& x) {"
+      section body
+      echo "  throw NotImplemented(\"${fn##* }\", \"labs/lab1_softmax/softmax.cpp\");"
+      echo "}"
+    done
+    for T in double float bf16 fp16; do
+      echo "template Matrix<$T> softmax_rows<$T>(const Matrix<$T>&);"
+      echo "template Vector<accum_t<$T>> logsumexp_rows<$T>(const Matrix<$T>&);"
+    done
+    echo '}  // namespace course::lab1'; } > "$out"
+fi
+grade 1
+before=$(sha256sum "$work/out/results.json" "$work/out/scores.tsv")
+sleep 3  # anything left running would rewrite the results now
+[ "$before" = "$(sha256sum "$work/out/results.json" "$work/out/scores.tsv")" ] || fail "the results changed after the runner ended"
+case "$expect" in
+  0/20) grep -Eq '^1 +lab1_softmax +0/20 ' "$work/board.txt" || fail "lab 1 earned points: $(grep '^1 ' "$work/board.txt")" ;;
+  *) grep -Eq '^1 +lab1_softmax +0/20 +build failed' "$work/board.txt" || fail "lab 1 was not rejected at build time"
+     [ "$expect" = "build failed" ] || grep -qF -- "$expect" "$work/sb/workers/lab1.build-failed" ||
+       fail "lab 1 was rejected, but not for the reason \"$expect\"" ;;
+esac
+check_outputs
+echo "attack $name: blocked"
