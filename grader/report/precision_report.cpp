@@ -4,6 +4,10 @@
 //
 //   precision_report [--out DIR] [--quick] [--seed S] [--jobs J]   (default out: build/report)
 //
+// Built twice from this file: precision_report measures solutions/lab3_attention, and
+// precision_report_labs (COURSE_REPORT_LABS=1, `./course report --labs`) measures the student's
+// labs/lab3_attention with the same studies.
+//
 // For every configuration (H heads of [N, d], block size, logit scale, causal or not) and every
 // storage type T in {fp64, fp32, bf16, fp16} it measures, with the course's one error-statistics
 // helper (grader/common/error_stats.hpp):
@@ -12,8 +16,12 @@
 //                              inputs: the error of the algorithm and of storing O in T
 //   plain_vs_ref               reference::plain_attention<T> (one-shot, S, P and O rounded to T)
 //                              vs the same fp64 reference: the yardstick of the tolerance bands
-//   solution_vs_plain          blockwise vs one-shot, both in T: the seed's own experiment
-//                              ("repeat the test in fp32 and bf16") taken literally
+//   solution_vs_plain          blockwise vs one-shot, both in T: the comparison a quick
+//                              script makes when it has no higher-precision reference
+//   every_op_vs_ref            (bf16, fp16 only; N <= 1024) one-shot attention computed in T
+//                              arithmetic, every product, sum, max, exp and division rounded
+//                              to T, sums left to right: what a script gets when it casts
+//                              everything to bf16 and computes with it
 //   solution_vs_ref_unrounded  lab 3 solution vs the fp64 reference on the unrounded fp64
 //                              inputs: everything, input rounding included
 //   plain_vs_ref_unrounded     the same for the plain implementation
@@ -21,9 +29,14 @@
 //   output_rounding_only       the fp64 reference's O rounded once to T vs itself: what even a
 //                              perfect algorithm must lose by storing O in T
 //
-// For fp64 the solution_vs_ref row *is* the seed's "blockwise fp64 vs one-shot fp64".
+// For fp64 the solution_vs_ref row *is* "blockwise fp64 vs one-shot fp64".
 // Inputs are N(0, 1) from reference::Rng (seeded, per head and shape); the logit scale
-// multiplies Q (before rounding), so scores have standard deviation ~ logit_scale.
+// multiplies Q (before rounding), so scores have standard deviation ~ logit_scale. The
+// fa3_outliers study draws Q, K, V as in the FlashAttention-3 paper's error study (Shah et al.
+// 2024, section 4.3): N(0, 1), with 0.1% of the entries replaced by N(0, 10^2) draws.
+//
+// Every row carries RMSE (computed here: error_stats.hpp has max, p50, p99 but no RMSE) and
+// the grader's tolerance band for that dtype and quantity (grader/common/tolerances.cpp).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -50,10 +63,19 @@
 // to_storage/to_double do) of values that reference::round_to has already rounded.
 #include "course/lab3_attention.hpp"
 #include "error_stats.hpp"
+#include "tolerances.hpp"
 #include "reference/data.hpp"
 #include "reference/reference.hpp"
 
+#ifndef COURSE_REPORT_LABS
+#define COURSE_REPORT_LABS 0
+#endif
+
 namespace {
+
+constexpr bool kLabs = COURSE_REPORT_LABS != 0;
+constexpr const char* kWhat = kLabs ? "your lab 3 (labs/lab3_attention)"
+                                    : "the lab 3 solution (solutions/lab3_attention)";
 
 using grading::ErrorStats;
 using Md = Eigen::MatrixXd;
@@ -62,7 +84,8 @@ struct Config {
   int H = 2, N = 1024, d = 64, block = 64;
   double logit_scale = 1.0;
   bool causal = false;
-  auto key() const { return std::tuple(H, N, d, block, logit_scale, causal); }
+  bool fa3_outliers = false;  // inputs as in FA3 section 4.3 (0.1% of entries N(0, 10^2))
+  auto key() const { return std::tuple(H, N, d, block, logit_scale, causal, fa3_outliers); }
 };
 
 // One measured figure set: a comparison of one quantity (O or LSE) in one storage type.
@@ -70,9 +93,11 @@ struct Row {
   std::string dtype, arithmetic, comparison, quantity;
   ErrorStats stats;
   double ref_max_abs = 0;  // max |reference| over finite entries (the scale of the quantity)
+  double rmse = 0;         // sqrt(mean |got - ref|^2) over entries where both are finite
+  double band = 0;         // the grader's tolerance band for this dtype and quantity
 };
 
-// Histogram of log10 |error| of O (the error distribution), kept for the seed-shape study.
+// Histogram of log10 |error| of O (the error distribution), kept for the main study.
 constexpr double kHistLo = -18.0, kHistHi = 1.0, kHistStep = 0.1;
 constexpr int kHistBins = 190;  // (kHistHi - kHistLo) / kHistStep
 struct Histogram {
@@ -98,6 +123,7 @@ const char* describe(const std::string& comparison) {
       {"solution_vs_ref", "lab 3 solution (blockwise) vs fp64 reference on the same rounded inputs"},
       {"plain_vs_ref", "plain one-shot attention in the same dtype (S, P, O rounded) vs fp64 reference on the same rounded inputs"},
       {"solution_vs_plain", "lab 3 solution (blockwise) vs plain one-shot attention, both in the same dtype"},
+      {"every_op_vs_ref", "one-shot attention with every operation rounded to the dtype (no fp32 anywhere) vs fp64 reference on the same rounded inputs"},
       {"solution_vs_ref_unrounded", "lab 3 solution vs fp64 reference on the unrounded fp64 inputs"},
       {"plain_vs_ref_unrounded", "plain one-shot attention vs fp64 reference on the unrounded fp64 inputs"},
       {"input_rounding_only", "fp64 reference on rounded inputs vs fp64 reference on unrounded inputs"},
@@ -110,8 +136,48 @@ const char* describe(const std::string& comparison) {
 // Per-head results of one storage type, flattened row-major so that heads concatenate.
 struct HeadData {
   std::vector<double> sol_O, sol_lse, plain_O, plain_lse, ref_O, ref_lse, refu_O, refu_lse,
-      ref_O_stored;
+      ref_O_stored, every_O, every_lse;
 };
+
+// Largest N for which every_op_vs_ref is measured: it runs scalar T arithmetic (~N^2 d
+// roundings per head), which at N = 4096 would double the report's run time.
+constexpr int kEveryOpMaxN = 1024;
+
+// One-shot attention in T arithmetic: every operation's result rounded to T (Eigen's bf16 and
+// half compute each operation in float and round), sums accumulated left to right in T.
+template <class T>
+reference::Attention<double> every_op_attention(const Md& Q, const Md& K, const Md& V,
+                                                double scale, bool causal) {
+  const Eigen::Index Nq = Q.rows(), Nk = K.rows(), d = Q.cols();
+  const course::Matrix<T> q = Q.cast<T>(), k = K.cast<T>(), v = V.cast<T>();
+  const T sc = T(scale);
+  reference::Attention<double> out;
+  out.O = Md::Zero(Nq, d);
+  out.lse = Eigen::VectorXd::Constant(Nq, -std::numeric_limits<double>::infinity());
+  std::vector<T> s(Nk), acc(d);
+  for (Eigen::Index i = 0; i < Nq; ++i) {
+    Eigen::Index seen = 0;
+    for (Eigen::Index j = 0; j < Nk && (!causal || reference::causal_sees(i, j, Nq, Nk)); ++j) {
+      T dot = T(0);
+      for (Eigen::Index c = 0; c < d; ++c) dot = T(dot + T(q(i, c) * k(j, c)));
+      s[j] = T(dot * sc);
+      seen = j + 1;
+    }
+    if (seen == 0) continue;
+    T m = s[0];
+    for (Eigen::Index j = 1; j < seen; ++j) m = s[j] > m ? s[j] : m;
+    T l = T(0);
+    std::fill(acc.begin(), acc.end(), T(0));
+    for (Eigen::Index j = 0; j < seen; ++j) {
+      const T p = T(std::exp(float(T(s[j] - m))));
+      l = T(l + p);
+      for (Eigen::Index c = 0; c < d; ++c) acc[c] = T(acc[c] + T(p * v(j, c)));
+    }
+    for (Eigen::Index c = 0; c < d; ++c) out.O(i, c) = double(T(acc[c] / l));
+    out.lse(i) = double(T(m + T(std::log(float(l)))));
+  }
+  return out;
+}
 
 void append_matrix(std::vector<double>& out, const Md& m) {
   for (Eigen::Index i = 0; i < m.rows(); ++i)
@@ -127,13 +193,31 @@ struct HeadInputs {
   reference::Attention<double> ref_unrounded;
 };
 
+// N(0, 1) entries, 0.1% of them replaced by N(0, 10^2) draws (FA3 section 4.3).
+Md fa3_matrix(Eigen::Index rows, Eigen::Index cols, reference::Rng& rng) {
+  Md x(rows, cols);
+  for (Eigen::Index r = 0; r < rows; ++r)
+    for (Eigen::Index c = 0; c < cols; ++c) {
+      const double v = rng.normal();
+      x(r, c) = rng.uniform() < 1e-3 ? 10.0 * rng.normal() : v;
+    }
+  return x;
+}
+
 HeadInputs make_inputs(const Config& c, int head, std::uint64_t seed) {
   // The label names the shape and head only: every study that uses the same shape sees the
   // same numbers, and the logit scale multiplies the same Q.
-  const std::string label = "precision_report N=" + std::to_string(c.N) + " d=" +
-                            std::to_string(c.d) + " head=" + std::to_string(head);
+  const std::string label = std::string(c.fa3_outliers ? "precision_report fa3 " : "precision_report ") +
+                            "N=" + std::to_string(c.N) + " d=" + std::to_string(c.d) +
+                            " head=" + std::to_string(head);
   reference::Rng rq(seed, label + " Q"), rk(seed, label + " K"), rv(seed, label + " V");
   HeadInputs in;
+  if (c.fa3_outliers) {
+    in.Q = fa3_matrix(c.N, c.d, rq) * c.logit_scale;
+    in.K = fa3_matrix(c.N, c.d, rk);
+    in.V = fa3_matrix(c.N, c.d, rv);
+    return in;
+  }
   in.Q = reference::random_matrix(c.N, c.d, reference::Distribution::normal, rq) * c.logit_scale;
   in.K = reference::random_matrix(c.N, c.d, reference::Distribution::normal, rk);
   in.V = reference::random_matrix(c.N, c.d, reference::Distribution::normal, rv);
@@ -170,6 +254,24 @@ void measure_head(const Config& c, const HeadInputs& in, HeadData& out) {
   append_matrix(out.refu_O, in.ref_unrounded.O);
   append_vector(out.refu_lse, in.ref_unrounded.lse);
   append_matrix(out.ref_O_stored, reference::round_to<T>(ref.O));
+  if constexpr (!std::is_same_v<T, double> && !std::is_same_v<T, float>) {
+    if (c.N <= kEveryOpMaxN) {
+      const auto every = every_op_attention<T>(Qr, Kr, Vr, scale, c.causal);
+      append_matrix(out.every_O, every.O);
+      append_vector(out.every_lse, every.lse);
+    }
+  }
+}
+
+double rmse(const std::vector<double>& got, const std::vector<double>& ref) {
+  double sum = 0;
+  long n = 0;
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (std::isfinite(got[i]) && std::isfinite(ref[i])) {
+      sum += (got[i] - ref[i]) * (got[i] - ref[i]);
+      ++n;
+    }
+  return n ? std::sqrt(sum / double(n)) : 0.0;
 }
 
 double max_abs_finite(const std::vector<double>& v) {
@@ -209,7 +311,7 @@ void measure_dtype(const Config& c, const std::vector<HeadInputs>& inputs, bool 
   };
   for (auto f : {&HeadData::sol_O, &HeadData::sol_lse, &HeadData::plain_O, &HeadData::plain_lse,
                  &HeadData::ref_O, &HeadData::ref_lse, &HeadData::refu_O, &HeadData::refu_lse,
-                 &HeadData::ref_O_stored})
+                 &HeadData::ref_O_stored, &HeadData::every_O, &HeadData::every_lse})
     cat(f);
 
   const grading::Shape shape_O{long(c.H), long(c.N), long(c.d)}, shape_lse{long(c.H), long(c.N)};
@@ -217,7 +319,7 @@ void measure_dtype(const Config& c, const std::vector<HeadInputs>& inputs, bool 
                  const std::vector<double>& got, const std::vector<double>& ref) {
     Row r{dtype, arithmetic_of(dtype), comparison, quantity,
           grading::compare(got, ref, quantity == "O" ? shape_O : shape_lse),
-          max_abs_finite(ref)};
+          max_abs_finite(ref), rmse(got, ref)};
     result.rows.push_back(std::move(r));
   };
   add("solution_vs_ref", "O", all.sol_O, all.ref_O);
@@ -233,10 +335,32 @@ void measure_dtype(const Config& c, const std::vector<HeadInputs>& inputs, bool 
   add("input_rounding_only", "O", all.ref_O, all.refu_O);
   add("input_rounding_only", "LSE", all.ref_lse, all.refu_lse);
   add("output_rounding_only", "O", all.ref_O_stored, all.ref_O);
+  if (!all.every_O.empty()) {
+    add("every_op_vs_ref", "O", all.every_O, all.ref_O);
+    add("every_op_vs_ref", "LSE", all.every_lse, all.ref_lse);
+  }
+  // The grader's band: a multiple of the plain implementation's max error plus a floor.
+  const std::size_t first = result.rows.size() - (all.every_O.empty() ? 13 : 15);
+  double plain_O = 0, plain_lse = 0, ref_O = 0, ref_lse = 0;
+  for (std::size_t k = first; k < result.rows.size(); ++k) {
+    const Row& r = result.rows[k];
+    if (r.comparison != "plain_vs_ref") continue;
+    (r.quantity == "O" ? plain_O : plain_lse) = r.stats.max_abs;
+    (r.quantity == "O" ? ref_O : ref_lse) = r.ref_max_abs;
+  }
+  for (std::size_t k = first; k < result.rows.size(); ++k) {
+    Row& r = result.rows[k];
+    r.band = r.quantity == "O"
+                 ? grading::tolerance(grading::Quantity::output, dtype, plain_O, ref_O).limit
+                 : grading::tolerance(grading::Quantity::lse, dtype, plain_lse, ref_lse).limit;
+  }
   if (with_hist) {
     result.hists.push_back(histogram(dtype, "solution_vs_ref", all.sol_O, all.ref_O));
     result.hists.push_back(histogram(dtype, "plain_vs_ref", all.plain_O, all.ref_O));
     result.hists.push_back(histogram(dtype, "solution_vs_ref_unrounded", all.sol_O, all.refu_O));
+    result.hists.push_back(histogram(dtype, "output_rounding_only", all.ref_O_stored, all.ref_O));
+    if (!all.every_O.empty())
+      result.hists.push_back(histogram(dtype, "every_op_vs_ref", all.every_O, all.ref_O));
   }
 }
 
@@ -275,21 +399,28 @@ struct Study {
 };
 
 std::vector<Study> studies(bool quick) {
-  const Config seed_shape{2, quick ? 256 : 1024, 64, 64, 1.0, false};
+  const Config main_shape{2, quick ? 256 : 1024, 64, 64, 1.0, false};
   std::vector<Study> s;
-  s.push_back({"seed", "-", {seed_shape}});
-  Config causal = seed_shape;
+  s.push_back({"main", "-", {main_shape}});
+  Config causal = main_shape;
   causal.causal = true;
-  s.push_back({"seed_causal", "-", {causal}});
+  s.push_back({"main_causal", "-", {causal}});
 
-  // One head in the N sweep: N = 4096 costs 16x what the seed shape does per head, and 4096 x 64
+  // FA3 section 4.3's inputs (outliers), at head dimension 128 as in its benchmarks.
+  Config fa3 = main_shape;
+  fa3.d = 128;
+  fa3.block = 128;
+  fa3.fa3_outliers = true;
+  s.push_back({"fa3_outliers", "-", {fa3}});
+
+  // One head in the N sweep: N = 4096 costs 16x what the main shape does per head, and 4096 x 64
   // outputs are plenty of samples for p50, p99 and max.
   Study n{"sweep_N", "N", {}};
   const std::vector<int> Ns = quick ? std::vector<int>{64, 128, 256}
                                     : std::vector<int>{64, 128, 256, 512, 1024, 2048, 4096};
   for (bool cz : {false, true})
     for (int N : Ns) {
-      Config c = seed_shape;
+      Config c = main_shape;
       c.H = 1;
       c.N = N;
       c.causal = cz;
@@ -302,7 +433,7 @@ std::vector<Study> studies(bool quick) {
   const std::vector<int> blocks = quick ? std::vector<int>{16, 48, 64}
                                         : std::vector<int>{16, 32, 48, 64, 100, 128, 256, 384, 512};
   for (int blk : blocks) {
-    Config c = seed_shape;
+    Config c = main_shape;
     c.block = blk;
     b.configs.push_back(c);
   }
@@ -312,7 +443,7 @@ std::vector<Study> studies(bool quick) {
   const std::vector<double> scales = quick ? std::vector<double>{1, 16}
                                            : std::vector<double>{0.5, 1, 2, 4, 8, 16};
   for (double ls : scales) {
-    Config c = seed_shape;
+    Config c = main_shape;
     c.logit_scale = ls;
     l.configs.push_back(c);
   }
@@ -350,21 +481,20 @@ int main(int argc, char** argv) {
   }
   std::filesystem::create_directories(out_dir);
   const auto t0 = std::chrono::steady_clock::now();
-  std::printf("[report] precision of the lab 3 solution vs the fp64 reference; seed %llu%s, %d "
-              "threads\n",
+  std::printf("[report] precision of %s vs the fp64 reference; seed %llu%s, %d threads\n", kWhat,
               static_cast<unsigned long long>(seed), quick ? " (quick)" : "", jobs);
 
-  // Every distinct configuration once (the seed shape recurs in three sweeps), the most
+  // Every distinct configuration once (the main shape recurs in three sweeps), the most
   // expensive first, on `jobs` threads.
   const std::vector<Study> all_studies = studies(quick);
-  const Config seed_config = all_studies.front().configs.front();
+  const Config main_config = all_studies.front().configs.front();
   std::vector<Config> todo;
   std::map<decltype(Config{}.key()), ConfigResult> done;
   for (const Study& st : all_studies)
     for (const Config& c : st.configs)
       if (done.emplace(c.key(), ConfigResult{}).second) todo.push_back(c);
   std::stable_sort(todo.begin(), todo.end(), [](const Config& a, const Config& b) {
-    return double(a.H) * a.N * a.N > double(b.H) * b.N * b.N;
+    return double(a.H) * a.N * a.N * a.d > double(b.H) * b.N * b.N * b.d;
   });
   std::atomic<std::size_t> next{0};
   std::mutex lock;
@@ -374,7 +504,7 @@ int main(int argc, char** argv) {
       const Config& c = todo[i];
       const auto t = std::chrono::steady_clock::now();
       try {
-        ConfigResult r = measure(c, seed, c.key() == seed_config.key());
+        ConfigResult r = measure(c, seed, c.key() == main_config.key());
         std::lock_guard<std::mutex> g(lock);
         done[c.key()] = std::move(r);
         std::printf("[report] H=%d N=%-5d d=%d block=%-4d logit x%-4g %-10s %6.2f s\n", c.H,
@@ -395,17 +525,17 @@ int main(int argc, char** argv) {
     for (auto& t : threads) t.join();
   }
   if (!failure.empty()) {
-    std::fprintf(stderr, "[report] the lab 3 solution failed: %s\n", failure.c_str());
+    std::fprintf(stderr, "[report] %s failed: %s\n", kWhat, failure.c_str());
     return 1;
   }
 
   std::ofstream rows_csv(out_dir / "precision.csv");
   rows_csv << "study,varied,dtype,arithmetic,comparison,quantity,H,N,d,block_q,block_k,"
               "logit_scale,causal,distribution,seed,max_abs,max_rel,p50_abs,p99_abs,bad_count,"
-              "count,worst_index,worst_got,worst_ref,ref_max_abs,description\n";
+              "count,worst_index,worst_got,worst_ref,ref_max_abs,rmse,band,description\n";
   std::ofstream hist_csv(out_dir / "error_hist.csv");
   hist_csv << "study,dtype,arithmetic,comparison,bin_lo,bin_hi,count\n";
-  double seed_fp64_max_abs = -1;
+  double main_fp64_max_abs = -1;
   for (const Study& st : all_studies) {
     for (const Config& c : st.configs) {
       const ConfigResult& res = done.at(c.key());
@@ -414,21 +544,23 @@ int main(int argc, char** argv) {
         rows_csv << st.name << ',' << st.varied << ',' << r.dtype << ',' << csv(r.arithmetic)
                  << ',' << r.comparison << ',' << r.quantity << ',' << c.H << ',' << c.N << ','
                  << c.d << ',' << c.block << ',' << c.block << ',' << c.logit_scale << ','
-                 << (c.causal ? 1 : 0) << ",normal," << seed << ',' << num(s.max_abs) << ','
+                 << (c.causal ? 1 : 0) << ',' << (c.fa3_outliers ? "fa3_outliers" : "normal")
+                 << ',' << seed << ',' << num(s.max_abs) << ','
                  << num(s.max_rel) << ',' << num(s.p50_abs) << ',' << num(s.p99_abs) << ','
                  << s.bad_count << ',' << s.count << ',' << csv(s.index_string(s.worst)) << ','
                  << num(s.worst_got) << ',' << num(s.worst_ref) << ',' << num(r.ref_max_abs)
-                 << ',' << csv(describe(r.comparison)) << '\n';
-        if (st.name != "seed") continue;
+                 << ',' << num(r.rmse) << ',' << num(r.band) << ','
+                 << csv(describe(r.comparison)) << '\n';
+        if (st.name != "main") continue;
         if (r.dtype == "fp64" && r.comparison == "solution_vs_ref" && r.quantity == "O")
-          seed_fp64_max_abs = s.max_abs;
+          main_fp64_max_abs = s.max_abs;
         if (r.comparison == "solution_vs_ref")
-          std::printf("[report] seed shape  %-32s %-3s max abs %.3e  p50 %.3e  p99 %.3e  max rel "
+          std::printf("[report] main shape  %-32s %-3s max abs %.3e  p50 %.3e  p99 %.3e  max rel "
                       "%.3e  NaN/Inf %ld\n",
                       r.arithmetic.c_str(), r.quantity.c_str(), s.max_abs, s.p50_abs, s.p99_abs,
                       s.max_rel, s.bad_count);
       }
-      if (st.name == "seed")
+      if (st.name == "main")
         for (const Histogram& h : res.hists) {
           const std::string head =
               st.name + ',' + h.dtype + ',' + csv(h.arithmetic) + ',' + h.comparison + ',';
@@ -446,18 +578,19 @@ int main(int argc, char** argv) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::ofstream info(out_dir / "run_info.csv");
   info << "key,value\nseed," << seed << "\nquick," << (quick ? 1 : 0) << "\njobs," << jobs
-       << "\nseconds," << seconds << "\nsolution,lab3_solution (solutions/lab3_attention)\n";
+       << "\nseconds," << seconds << "\nlabs," << (kLabs ? 1 : 0) << "\nmeasured," << kWhat
+       << '\n';
   rows_csv.close();
   hist_csv.close();
   info.close();
   std::printf("[report] wrote precision.csv, error_hist.csv, run_info.csv to %s in %.1f s\n",
               out_dir.c_str(), seconds);
   // The report must be able to tell a broken solution: blockwise fp64 is exact up to rounding.
-  if (!(seed_fp64_max_abs >= 0 && seed_fp64_max_abs < 1e-12)) {
+  if (!(main_fp64_max_abs >= 0 && main_fp64_max_abs < 1e-12)) {
     std::fprintf(stderr,
                  "[report] FAIL: blockwise fp64 vs one-shot fp64 max abs error %.3e is not at "
-                 "rounding noise (< 1e-12): the lab 3 solution is wrong\n",
-                 seed_fp64_max_abs);
+                 "rounding noise (< 1e-12): %s is wrong\n",
+                 main_fp64_max_abs, kWhat);
     return 1;
   }
   return 0;
