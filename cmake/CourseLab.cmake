@@ -14,6 +14,15 @@
 #     builds grade_lab1_planted_no_max_shift against a copy of the solution with FIND replaced
 #     by REPLACE, and adds a test that CHECK fails for that reason. If the solution changes so
 #     that FIND no longer occurs, configuring stops and says so: planted bugs cannot go stale.
+#
+#   course_correct_variant(LAB 3 NAME fa1_normalise_every_tile FILE attention.cpp
+#                          FIND "<text in the solution>" REPLACE "<the alternative>")
+#   course_correct_variant(LAB 3 NAME kv_outer_loop SOURCE_DIR variants/kv_outer_loop)
+#     a correct alternative implementation (another form FA1/FA2 or a textbook takes): the first
+#     form substitutes text like course_planted_bug, the second takes whole files from a folder
+#     under the lab's grader folder (files it lacks come from the solution). Builds
+#     grade_lab3_variant_<NAME> and adds the test lab3.variant.<NAME>: it must earn full marks.
+#     A grader that rejects correct code fails that test.
 
 set(COURSE_MANIFEST_LINES "" CACHE INTERNAL "")
 
@@ -129,6 +138,56 @@ function(course_planted_bug)
            COMMAND course_runner expect --binary $<TARGET_FILE:grade_lab${n}_planted_${P_NAME}>
                    --fail "${P_CHECK}" --message "${P_MESSAGE}" --timeout ${timeout})
   set_tests_properties(lab${n}.planted.${P_NAME} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
+endfunction()
+
+function(course_correct_variant)
+  cmake_parse_arguments(PARSE_ARGV 0 V "" "LAB;NAME;FILE;FIND;REPLACE;SOURCE_DIR" "")
+  set(n ${V_LAB})
+  if(NOT COURSE_PLANTED_BUGS OR NOT TARGET grade_lab${n}_checks)
+    return()  # the lab is not built here (a GPU lab without a CUDA compiler)
+  endif()
+  get_property(sources GLOBAL PROPERTY COURSE_LAB_${n}_SOURCES)
+  get_property(dir GLOBAL PROPERTY COURSE_LAB_${n}_DIR)
+  get_property(cuda GLOBAL PROPERTY COURSE_LAB_${n}_CUDA)
+  get_property(link GLOBAL PROPERTY COURSE_LAB_${n}_LINK)
+  get_property(timeout GLOBAL PROPERTY COURSE_LAB_${n}_TIMEOUT)
+  set(out_dir "${CMAKE_BINARY_DIR}/variants/lab${n}/${V_NAME}")
+  if(V_SOURCE_DIR)
+    set(variant_dir "${CMAKE_CURRENT_SOURCE_DIR}/${V_SOURCE_DIR}")
+    if(NOT IS_DIRECTORY "${variant_dir}")
+      message(FATAL_ERROR "correct variant lab${n}/${V_NAME}: no folder ${variant_dir}")
+    endif()
+  endif()
+  set(found FALSE)
+  foreach(s IN LISTS sources)
+    set(src "${CMAKE_SOURCE_DIR}/solutions/${dir}/${s}")
+    if(V_SOURCE_DIR AND EXISTS "${variant_dir}/${s}")
+      set(src "${variant_dir}/${s}")
+      set(found TRUE)
+    endif()
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${src}")
+    file(READ "${src}" text)
+    if(NOT V_SOURCE_DIR AND s STREQUAL V_FILE)
+      string(FIND "${text}" "${V_FIND}" at)
+      if(at EQUAL -1)
+        message(FATAL_ERROR "correct variant lab${n}/${V_NAME}: the text to replace no longer "
+                            "occurs in solutions/${dir}/${s}; update grader/${dir}/CMakeLists.txt:\n${V_FIND}")
+      endif()
+      string(REPLACE "${V_FIND}" "${V_REPLACE}" text "${text}")
+      set(text "// CORRECT VARIANT ${V_NAME}: generated from solutions/${dir}/${s}; do not edit.\n${text}")
+      set(found TRUE)
+    endif()
+    file(CONFIGURE OUTPUT "${out_dir}/${s}" CONTENT "${text}" @ONLY)
+  endforeach()
+  if(NOT found)
+    message(FATAL_ERROR "correct variant lab${n}/${V_NAME}: it replaces none of the lab's sources")
+  endif()
+  _course_lab_library(lab${n}_variant_${V_NAME} "${out_dir}" "${sources}" "${cuda}")
+  _course_grader(grade_lab${n}_variant_${V_NAME} grade_lab${n}_checks lab${n}_variant_${V_NAME} "${link}")
+  add_test(NAME lab${n}.variant.${V_NAME}
+           COMMAND course_runner expect --binary $<TARGET_FILE:grade_lab${n}_variant_${V_NAME}>
+                   --full-marks --timeout ${timeout})
+  set_tests_properties(lab${n}.variant.${V_NAME} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
 endfunction()
 
 # graders.tsv in the build folder: one line per lab for course_runner (number, folder, cpu|gpu,
