@@ -61,7 +61,41 @@ const std::map<std::pair<Quantity, std::string>, Band>& table() {
   return t;
 }
 
+// The tight per-element bands for the 16-bit dtypes (see ElementBand in tolerances.hpp).
+const std::map<std::pair<Quantity, std::string>, ElementBand>& element_table() {
+  static const std::map<std::pair<Quantity, std::string>, ElementBand> t = {
+      {{Quantity::probability, "bf16"},
+       {0x1p-8, 0, 2, 0x1p-134,
+        "bf16 probability, fp32 exp(x - m) / l rounded once: round-to-nearest errs by at most "
+        "u = 2^-8 relative, per element (the solution's worst element reaches 1.00 of this "
+        "band); rounding exp or l to bf16 before the division adds two more such errors"}},
+      {{Quantity::probability, "fp16"},
+       {0x1p-11, 0, 2, 0x1p-25,
+        "fp16 probability, fp32 exp(x - m) / l rounded once: at most u = 2^-11 relative per "
+        "element, floor half the smallest fp16 subnormal (2^-25) for probabilities below "
+        "2^-14; rounding exp or l to fp16 before the division breaks it"}},
+      {{Quantity::output, "bf16"},
+       {0x1p-8, 0x1p-5, 2, 0,
+        "bf16 O with fp32 S, P and O: one rounding of O, at most u = 2^-8 relative per element; "
+        "elements far smaller than their row's largest (|O| < 2^-5 max_row |O|) are held to "
+        "u 2^-5 max_row |O|, since their fp32 error is set by the row, not by themselves "
+        "(the solution's worst element reaches 1.00 of this band); rounding the running O to "
+        "bf16 after every tile, or before dividing by l, errs several u"}},
+      {{Quantity::output, "fp16"},
+       {0x1p-11, 0x1p-5, 2, 0x1p-25,
+        "fp16 O with fp32 S, P and O: one rounding of O, at most u = 2^-11 relative per "
+        "element, held to u 2^-5 max_row |O| for elements far smaller than their row's largest; "
+        "floor half the smallest fp16 subnormal"}},
+  };
+  return t;
+}
+
 }  // namespace
+
+const ElementBand* element_band_for(Quantity q, const std::string& dtype) {
+  auto it = element_table().find({q, dtype});
+  return it == element_table().end() ? nullptr : &it->second;
+}
 
 const char* to_string(Quantity q) {
   switch (q) {

@@ -42,6 +42,7 @@ const char* to_string(Distribution d) {
     case Distribution::large_logits: return "large_logits";
     case Distribution::outliers: return "outliers";
     case Distribution::masked: return "masked";
+    case Distribution::offset_logits: return "offset_logits";
     case Distribution::large_scores: return "large_scores";
     case Distribution::negative_rows: return "negative_rows";
   }
@@ -63,6 +64,7 @@ Eigen::MatrixXd random_matrix(Eigen::Index rows, Eigen::Index cols, Distribution
         case Distribution::masked:
           if (r == 0 || rng.uniform() < 0.3) v = neg_inf;
           break;
+        case Distribution::offset_logits: v = 2.0 * v + (r % 2 ? -1e4 : 1e4); break;
         case Distribution::large_scores: v *= 6.0; break;
         case Distribution::negative_rows: break;  // shaped by attention_inputs
       }

@@ -33,6 +33,10 @@ enum class Distribution {
   large_logits,  // N(0, 1) * 1e4: exp overflows in every dtype without the max shift
   outliers,      // N(0, 1) with ~1% of entries at +-30: one key dominates its row
   masked,        // N(0, 1) with ~30% of entries -inf and the first row fully -inf
+  offset_logits, // N(0, 2) + 1e4 in even rows, - 1e4 in odd rows: ordinary spread far from 0.
+                 // Without the max shift exp overflows (even rows) or underflows to 0/0 (odd
+                 // rows, also when the running max starts at 0); exp(x - lse) loses the ulp of
+                 // lse (2^-10 in fp32) in every probability
   // Attention inputs (draw them with attention_inputs; random_matrix gives Q's distribution):
   large_scores,  // Q and K are N(0, 1) * 6: with scale 1/sqrt(d) the scores have standard
                  // deviation 36 and reach +-150; exp overflows fp32 without the max shift,
