@@ -45,6 +45,7 @@ const char* to_string(Distribution d) {
     case Distribution::offset_logits: return "offset_logits";
     case Distribution::large_scores: return "large_scores";
     case Distribution::negative_rows: return "negative_rows";
+    case Distribution::increasing_scores: return "increasing_scores";
   }
   return "?";
 }
@@ -66,7 +67,8 @@ Eigen::MatrixXd random_matrix(Eigen::Index rows, Eigen::Index cols, Distribution
           break;
         case Distribution::offset_logits: v = 2.0 * v + (r % 2 ? -1e4 : 1e4); break;
         case Distribution::large_scores: v *= 6.0; break;
-        case Distribution::negative_rows: break;  // shaped by attention_inputs
+        case Distribution::negative_rows:
+        case Distribution::increasing_scores: break;  // shaped by attention_inputs
       }
       x(r, c) = v;
     }
@@ -84,6 +86,11 @@ AttentionInputs attention_inputs(Eigen::Index Nq, Eigen::Index Nk, Eigen::Index 
     // Q(i, 0) = -1000 sqrt(d), the default scale 1/sqrt(d) shifts row i by exactly -1000.
     in.K.col(0).setOnes();
     for (Eigen::Index i = 1; i < Nq; i += 2) in.Q(i, 0) = -1000.0 * std::sqrt(double(d));
+  }
+  if (dist == Distribution::increasing_scores) {
+    // Score (i, j) = scale * (sqrt(d) * j / 2 + rest) = j / 2 + N(0, (d - 1) / d) at scale 1/sqrt(d).
+    for (Eigen::Index j = 0; j < Nk; ++j) in.K(j, 0) = 0.5 * double(j);
+    in.Q.col(0).setConstant(std::sqrt(double(d)));
   }
   return in;
 }

@@ -47,6 +47,10 @@ enum class Distribution {
                  // in fp32 and fp64: a running max started at 0 instead of -inf gives 0/0 = NaN.
                  // -1000 sqrt(d) = -250 * 2^k is exact in bf16 and fp16 when d is a power of 4;
                  // for other d the shift is about -1000.
+  increasing_scores, // K's column 0 is j / 2 for key j and Q's column 0 is sqrt(d): at the
+                 // default scale every row's scores climb by 1/2 per key (plus N(0, 1) noise),
+                 // so the running max grows in every key tile of 8 or more and each tile must
+                 // rescale the row's statistics
 };
 
 const char* to_string(Distribution d);
