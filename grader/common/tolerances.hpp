@@ -36,4 +36,25 @@ Tolerance tolerance(Quantity q, const std::string& dtype, double plain_max_abs, 
 
 const char* to_string(Quantity q);
 
+// The tight, per-element band for bf16 and fp16 results (the outer band above is FlashAttention's
+// rule; this one models the arithmetic a correct implementation does: fp32 inside, one rounding
+// of the output to the storage dtype). For element i of a row r:
+//   allowed_i = u * max(|ref_i|, row_fraction * max_j |ref_rj|)      one rounding of the output
+//             + (1 + u) * fp32_factor * E32                           the fp32 arithmetic before it
+//             + abs_floor                                             underflow to subnormals
+// where u is the unit roundoff of the dtype (2^-8 bf16, 2^-11 fp16) and E32 is the max abs error
+// of the plain fp32 implementation on the same inputs. Rounding any intermediate to the storage
+// dtype (exp before dividing by l, the running O after a tile) adds errors of the same size u
+// and breaks it.
+struct ElementBand {
+  double u;             // unit roundoff of the storage dtype
+  double row_fraction;  // 0: purely relative per element
+  double fp32_factor;   // multiple of E32
+  double abs_floor;     // absolute, for outputs that underflow
+  const char* reason;
+};
+
+// nullptr for fp32 and fp64, which have no separate output rounding to model.
+const ElementBand* element_band_for(Quantity q, const std::string& dtype);
+
 }  // namespace grading

@@ -1,9 +1,9 @@
 // The grader's side of lab 3's API: each call is sent to the lab process (the student's code,
 // grader/isolation/), and its result read back. The grader itself never links lab code.
 //
-// attention_forward<float, CountedFloat> runs in the lab process too; the multiplications it
-// counted there come back with the reply and are added to this process's counter, so that a
-// check reads CountedFloat::multiplications() as if the code had run here. The heap peak of the
+// attention_forward<float, CountedFloat> runs in the lab process too; the multiplications and
+// exponentials it counted there come back with the reply and are added to this process's
+// counters, so that a check reads CountedFloat's counts as if the code had run here. The heap peak of the
 // call comes back the same way, for grading::HeapMeter (remote_heap_meter.cpp).
 #include "course/lab3_attention.hpp"
 #include "lab_process.hpp"
@@ -24,7 +24,10 @@ AttentionOutput<T> attention_forward(const Matrix<T>& Q, const Matrix<T>& K, con
   isolation::put_options(args, options);
   auto reply = isolation::lab().call(
       isolation::call_name<T>(counted ? "attention_forward_counted" : "attention_forward"), args);
-  if (counted) CountedFloat::multiplications() += reply.counters["multiplications"];
+  if (counted) {
+    CountedFloat::multiplications() += reply.counters["multiplications"];
+    CountedFloat::exponentials() += reply.counters["exponentials"];
+  }
   grading::record_lab_heap_peak(reply);
   AttentionOutput<T> out;
   out.O = isolation::get_matrix<T>(reply.results);

@@ -1,9 +1,11 @@
-// CountedFloat: a float that counts its multiplications.
+// CountedFloat: a float that counts its multiplications and exponentials.
 //
 // Lab 3's grader instantiates the student's attention with Acc = CountedFloat to measure how
-// much arithmetic the code really did (e.g. that causal masking skips about half the tiles).
-// The count cannot be faked without doing the work: each product of two accumulator values
-// adds one to a per-thread counter. It is a float in every other respect.
+// much arithmetic the code really did (e.g. that causal masking skips about half the tiles, and
+// that keys are streamed in tiles of block_k: each tile rescales a row's running statistics,
+// which costs one exponential). The counts cannot be faked without doing the work: each product
+// of two accumulator values, and each course::exp / course::exp2 of one, adds one to a
+// per-thread counter. It is a float in every other respect.
 #pragma once
 
 #include <cmath>
@@ -25,6 +27,12 @@ class CountedFloat {
     return count;
   }
 
+  // Exponentials (course::exp and course::exp2 of a CountedFloat) on this thread since the last
+  // reset: one per probability, plus one per rescaling of a row's running statistics.
+  static std::uint64_t& exponentials() {
+    thread_local std::uint64_t count = 0;
+    return count;
+  }
   friend CountedFloat operator*(CountedFloat a, CountedFloat b) {
     ++multiplications();
     return a.v_ * b.v_;

@@ -56,10 +56,23 @@ T store(Acc a) {
 // Math on accumulators. Overloads for float, double and CountedFloat; nothing else is needed.
 inline float exp(float x) { return std::exp(x); }
 inline double exp(double x) { return std::exp(x); }
-inline CountedFloat exp(CountedFloat x) { return std::exp(x.value()); }
+inline CountedFloat exp(CountedFloat x) {
+  ++CountedFloat::exponentials();
+  return std::exp(x.value());
+}
+// 2^x, for FlashAttention-2's form exp(x) = exp2(x log2(e)) with log2(e) folded into the scale.
+inline float exp2(float x) { return std::exp2(x); }
+inline double exp2(double x) { return std::exp2(x); }
+inline CountedFloat exp2(CountedFloat x) {
+  ++CountedFloat::exponentials();
+  return std::exp2(x.value());
+}
 inline float log(float x) { return std::log(x); }
 inline double log(double x) { return std::log(x); }
 inline CountedFloat log(CountedFloat x) { return std::log(x.value()); }
+inline float log2(float x) { return std::log2(x); }
+inline double log2(double x) { return std::log2(x); }
+inline CountedFloat log2(CountedFloat x) { return std::log2(x.value()); }
 template <class Acc>
 Acc max(Acc a, Acc b) {
   return a < b ? b : a;

@@ -42,6 +42,10 @@ const char* to_string(Distribution d) {
     case Distribution::large_logits: return "large_logits";
     case Distribution::outliers: return "outliers";
     case Distribution::masked: return "masked";
+    case Distribution::offset_logits: return "offset_logits";
+    case Distribution::large_scores: return "large_scores";
+    case Distribution::negative_rows: return "negative_rows";
+    case Distribution::increasing_scores: return "increasing_scores";
   }
   return "?";
 }
@@ -61,10 +65,34 @@ Eigen::MatrixXd random_matrix(Eigen::Index rows, Eigen::Index cols, Distribution
         case Distribution::masked:
           if (r == 0 || rng.uniform() < 0.3) v = neg_inf;
           break;
+        case Distribution::offset_logits: v = 2.0 * v + (r % 2 ? -1e4 : 1e4); break;
+        case Distribution::large_scores: v *= 6.0; break;
+        case Distribution::negative_rows:
+        case Distribution::increasing_scores: break;  // shaped by attention_inputs
       }
       x(r, c) = v;
     }
   return x;
+}
+
+AttentionInputs attention_inputs(Eigen::Index Nq, Eigen::Index Nk, Eigen::Index d,
+                                 Distribution dist, Rng& rng) {
+  AttentionInputs in;
+  in.Q = random_matrix(Nq, d, dist, rng);
+  in.K = random_matrix(Nk, d, dist, rng);
+  in.V = random_matrix(Nk, d, Distribution::normal, rng);
+  if (dist == Distribution::negative_rows) {
+    // Score of query i and key j = scale * (Q(i, 0) K(j, 0) + rest): with K(j, 0) = 1 and
+    // Q(i, 0) = -1000 sqrt(d), the default scale 1/sqrt(d) shifts row i by exactly -1000.
+    in.K.col(0).setOnes();
+    for (Eigen::Index i = 1; i < Nq; i += 2) in.Q(i, 0) = -1000.0 * std::sqrt(double(d));
+  }
+  if (dist == Distribution::increasing_scores) {
+    // Score (i, j) = scale * (sqrt(d) * j / 2 + rest) = j / 2 + N(0, (d - 1) / d) at scale 1/sqrt(d).
+    for (Eigen::Index j = 0; j < Nk; ++j) in.K(j, 0) = 0.5 * double(j);
+    in.Q.col(0).setConstant(std::sqrt(double(d)));
+  }
+  return in;
 }
 
 }  // namespace reference

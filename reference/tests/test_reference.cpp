@@ -126,3 +126,35 @@ TEST_CASE("data generator: same seed and label give the same numbers on every ru
   const Md large = reference::random_matrix(4, 50, reference::Distribution::large_logits, r);
   CHECK(large.cwiseAbs().maxCoeff() > 1e3);
 }
+
+TEST_CASE("fp64 softmax is accurate to a few ulps against long double at logits of 1e4") {
+  // exp(x - lse) would err by ~ulp(lse) = 3.6e-12 here; exp(x - m) / l errs by ~1e-16.
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    reference::Rng rng(seed, "softmax/long-double");
+    const Md x = reference::random_matrix(4, 1000, reference::Distribution::large_logits, rng);
+    const Md y = reference::softmax_rows<double>(x);
+    const Md y_ld = reference::softmax_rows<long double>(x.cast<long double>()).cast<double>();
+    CHECK((y - y_ld).cwiseAbs().maxCoeff() < 4e-16);
+    CHECK((reference::logsumexp_rows<double>(x) -
+           reference::logsumexp_rows<long double>(x.cast<long double>()).cast<double>())
+              .cwiseAbs()
+              .maxCoeff() <= 4e-12);  // half an ulp of |lse| ~ 3e4, plus one for log
+  }
+}
+
+TEST_CASE("data generator: attention inputs with shifted rows and large scores") {
+  reference::Rng rng(3, "attention-inputs");
+  const auto in = reference::attention_inputs(6, 9, 16, reference::Distribution::negative_rows, rng);
+  const Md S = reference::scores<double>(in.Q, in.K, 0.25, false);
+  CHECK(S.row(1).maxCoeff() < -900);  // every score of an odd row is far below 0
+  CHECK(S.row(0).maxCoeff() > -50);   // even rows are ordinary
+  const auto shifted = reference::attention<double>(in.Q, in.K, in.V, 0.25, false);
+  Md Q0 = in.Q;
+  Q0.col(0).setZero();  // removing the constant shift leaves softmax unchanged
+  const auto plain = reference::attention<double>(Q0, in.K, in.V, 0.25, false);
+  CHECK((shifted.O - plain.O).cwiseAbs().maxCoeff() < 1e-12);
+  reference::Rng rng2(3, "large-scores");
+  const auto big = reference::attention_inputs(64, 64, 16, reference::Distribution::large_scores, rng2);
+  const Md S2 = reference::scores<double>(big.Q, big.K, 0.25, false);
+  CHECK(S2.cwiseAbs().maxCoeff() > 89);  // beyond fp32's exp overflow
+}

@@ -1,0 +1,263 @@
+// Lab 3, correct variant "fa1_normalise_every_tile": FA1 Algorithm 1, line 12, as written. The
+// running O is kept normalised: after each K/V tile it is multiplied back by the old l (and by
+// exp(m_old - m_new)), the tile's P V is added, and the sum is divided by the new l. The end
+// then writes O as it is. More divisions than FA2's single final one, the same result.
+#include "course/lab3_attention.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace course::lab3 {
+
+namespace {
+
+using std::size_t;
+
+std::string shape_of(Eigen::Index rows, Eigen::Index cols) {
+  return "[" + std::to_string(rows) + ", " + std::to_string(cols) + "]";
+}
+
+// Every check on the arguments, with a message that says which argument and why.
+template <class T>
+void validate(const Eigen::Ref<const Matrix<T>>& Q, const Eigen::Ref<const Matrix<T>>& K,
+              const Eigen::Ref<const Matrix<T>>& V, const AttentionOptions& options,
+              const std::string& who) {
+  if (Q.cols() != K.cols() || K.cols() != V.cols())
+    throw BadInput(who + ": Q, K and V must have the same head dimension d; got Q " +
+                   shape_of(Q.rows(), Q.cols()) + ", K " + shape_of(K.rows(), K.cols()) + ", V " +
+                   shape_of(V.rows(), V.cols()));
+  if (K.rows() != V.rows())
+    throw BadInput(who + ": K and V must have one row per key, the same number; got K " +
+                   shape_of(K.rows(), K.cols()) + ", V " + shape_of(V.rows(), V.cols()));
+  if (Q.cols() < 1) throw BadInput(who + ": the head dimension d must be at least 1; got d = 0");
+  if (options.block_q < 1 || options.block_k < 1)
+    throw BadInput(who + ": block sizes must be at least 1; got block_q = " +
+                   std::to_string(options.block_q) + ", block_k = " +
+                   std::to_string(options.block_k));
+  if (options.scale && !std::isfinite(*options.scale))
+    throw BadInput(who + ": the scale must be finite; got " + std::to_string(*options.scale));
+  require_finite<T>(Q, who + ": Q");
+  require_finite<T>(K, who + ": K");
+  require_finite<T>(V, who + ": V");
+}
+
+// Line 8: load Q_i (rows q0 .. q0 + rows - 1) into the tile buffer, converted to Acc. The
+// softmax scale is folded in here, once per query element, so that line 9's S_ij = tau Q_i K_j^T
+// costs no extra multiplication per score.
+template <class T, class Acc>
+void load_q_tile(const Eigen::Ref<const Matrix<T>>& Q, int q0, int rows, Acc scale, Acc* q) {
+  const int d = int(Q.cols());
+  for (int r = 0; r < rows; ++r)
+    for (int k = 0; k < d; ++k) q[size_t(r) * d + k] = scale * acc<Acc>(Q(q0 + r, k));
+}
+
+// Line 6: load K_j and V_j (keys k0 .. k0 + cols - 1). K_j is stored transposed, [d, bk], so
+// that the score product below runs along contiguous memory; V_j as it is, [cols, d].
+template <class T, class Acc>
+void load_kv_tile(const Eigen::Ref<const Matrix<T>>& K, const Eigen::Ref<const Matrix<T>>& V,
+                  int k0, int cols, int bk, Acc* kt, Acc* v) {
+  const int d = int(K.cols());
+  for (int c = 0; c < cols; ++c)
+    for (int k = 0; k < d; ++k) {
+      kt[size_t(k) * bk + c] = acc<Acc>(K(k0 + c, k));
+      v[size_t(c) * d + k] = acc<Acc>(V(k0 + c, k));
+    }
+}
+
+// Line 9: S_ij = Q_i K_j^T (the scale is already in Q_i). s is [rows, bk], row-major.
+// Each row of S is built as a sum of rows of K_j^T weighted by the q's: the innermost loop is
+// then "s_row[c] += q * kt_row[c]", contiguous and free of reductions, which the compiler
+// vectorises. (Lab 4 computes the same tile with one thread per score.)
+template <class Acc>
+void score_tile(const Acc* q, const Acc* kt, int rows, int cols, int d, int bk, Acc* s) {
+  for (int r = 0; r < rows; ++r) {
+    Acc* s_row = s + size_t(r) * bk;
+    std::fill(s_row, s_row + cols, Acc(0));
+    for (int k = 0; k < d; ++k) {
+      const Acc q_rk = q[size_t(r) * d + k];
+      const Acc* kt_row = kt + size_t(k) * bk;
+      for (int c = 0; c < cols; ++c) s_row[c] += q_rk * kt_row[c];
+    }
+  }
+}
+
+// Causal mask on a tile that straddles the diagonal. Query q0 + r sees keys j <= q0 + r + shift
+// (shift = Nk - Nq: the bottom-right alignment); every later key of the tile gets -inf, which
+// line 10 turns into a weight of exactly 0.
+template <class Acc>
+void mask_tile(Acc* s, int rows, int cols, int bk, int q0, int k0, int shift) {
+  for (int r = 0; r < rows; ++r) {
+    const int visible = std::clamp(q0 + r + shift - k0 + 1, 0, cols);
+    std::fill(s + size_t(r) * bk + visible, s + size_t(r) * bk + cols, neg_inf<Acc>());
+  }
+}
+
+// o_row *= factor (d entries).
+template <class Acc>
+void rescale_row(Acc* o_row, Acc factor, int d) {
+  for (int k = 0; k < d; ++k) o_row[k] = o_row[k] * factor;
+}
+
+// o_row += p V_j: the row of P times the tile of V ([cols, d]); an axpy per key, contiguous.
+template <class Acc>
+void accumulate_pv(Acc* o_row, const Acc* p, const Acc* v, int cols, int d) {
+  for (int c = 0; c < cols; ++c) {
+    const Acc p_c = p[c];
+    const Acc* v_row = v + size_t(c) * d;
+    for (int k = 0; k < d; ++k) o_row[k] += p_c * v_row[k];
+  }
+}
+
+// Lines 10-12 for every row of the tile: fold the tile's scores s ([rows, bk]) into the row's
+// running max m, running sum l and unnormalised output o ([rows, d]). s is overwritten by P.
+template <class Acc>
+void online_softmax_update(Acc* s, const Acc* v, int rows, int cols, int d, int bk, Acc* m,
+                           Acc* l, Acc* o) {
+  for (int r = 0; r < rows; ++r) {
+    Acc* p = s + size_t(r) * bk;
+    Acc* o_row = o + size_t(r) * d;
+    // Lines 10-11: the tile's row max m~_ij and the new running max.
+    Acc m_tile = neg_inf<Acc>();
+    for (int c = 0; c < cols; ++c) m_tile = course::max(m_tile, p[c]);
+    const Acc m_new = course::max(m[r], m_tile);
+    if (is_neg_inf(m_new)) continue;  // no key seen yet: keep m = -inf, l = 0, O = 0
+    // Line 10: P~_ij = exp(S_ij - m) and l~_ij = rowsum(P~_ij). FA2 measures P from m_new
+    // directly, so that P needs no second rescaling by exp(m~_ij - m_new) as in line 11.
+    Acc row_sum = 0;
+    for (int c = 0; c < cols; ++c) {
+      p[c] = course::exp(p[c] - m_new);
+      row_sum += p[c];
+    }
+    // Line 11: l and O were measured from the old max; alpha moves them to m_new. When the
+    // old max was -inf (first keys of this row) alpha is exp(-inf) = 0 and so are l and O.
+    const Acc alpha = course::exp(m[r] - m_new);
+    const Acc l_new = alpha * l[r] + row_sum;
+    rescale_row(o_row, alpha * l[r], d);     // un-divide by the old l, move to the new max
+    accumulate_pv(o_row, p, v, cols, d);
+    rescale_row(o_row, Acc(1) / l_new, d);   // line 12: diag(l_new)^-1
+    l[r] = l_new;
+    m[r] = m_new;
+  }
+}
+
+// Line 12's division, done once (FA2), and line 13: instead of writing l and m we write their
+// combination LSE = m + log(l), the one number the backward pass needs per row.
+template <class T, class Acc>
+void write_output_rows(const Acc* o, const Acc* m, const Acc* l, int q0, int rows, int d,
+                       Eigen::Ref<Matrix<T>> O, accum_t<T>* lse) {
+  for (int r = 0; r < rows; ++r) {
+    if (is_neg_inf(m[r])) {
+      O.row(q0 + r).setZero();
+      lse[q0 + r] = -std::numeric_limits<accum_t<T>>::infinity();
+      continue;
+    }
+    for (int k = 0; k < d; ++k) O(q0 + r, k) = store<T>(o[size_t(r) * d + k]);  // normalised
+    lse[q0 + r] = store<accum_t<T>>(m[r] + course::log(l[r]));
+  }
+}
+
+// One head: Q [Nq, d], K and V [Nk, d]; writes O [Nq, d] and lse [Nq]. The body of lab 4's
+// kernel, with the loop over query tiles that the GPU runs as a grid of CTAs.
+template <class T, class Acc>
+void attention_head(const Eigen::Ref<const Matrix<T>>& Q, const Eigen::Ref<const Matrix<T>>& K,
+                    const Eigen::Ref<const Matrix<T>>& V, const AttentionOptions& options,
+                    Eigen::Ref<Matrix<T>> O, accum_t<T>* lse, const std::string& who) {
+  validate<T>(Q, K, V, options, who);
+  const int Nq = int(Q.rows()), Nk = int(K.rows()), d = int(Q.cols());
+  // A tile larger than the sequence would only waste memory.
+  const int bq = std::min(options.block_q, std::max(Nq, 1));
+  const int bk = std::min(options.block_k, std::max(Nk, 1));
+  const Acc scale = Acc(options.scale ? *options.scale : 1.0 / std::sqrt(double(d)));
+  const int shift = Nk - Nq;  // bottom-right alignment: query i sees keys j <= i + shift
+
+  std::vector<Acc> q_tile(size_t(bq) * d), kt_tile(size_t(d) * bk), v_tile(size_t(bk) * d);
+  std::vector<Acc> S(size_t(bq) * bk);  // S_ij, overwritten by P~_ij
+  std::vector<Acc> o_acc(size_t(bq) * d), m(bq), l(bq);
+
+  for (int q0 = 0; q0 < Nq; q0 += bq) {  // FA2's outer loop (FA1 line 7, moved outside)
+    const int rows = std::min(bq, Nq - q0);
+    load_q_tile(Q, q0, rows, scale, q_tile.data());  // line 8
+    std::fill(o_acc.begin(), o_acc.end(), Acc(0));    // line 2: O = 0, l = 0, m = -inf
+    std::fill(l.begin(), l.end(), Acc(0));
+    std::fill(m.begin(), m.end(), neg_inf<Acc>());
+
+    // Causal: key tiles from kv_end on lie wholly above the diagonal for every row of this
+    // query tile; they are skipped, not computed and masked.
+    const int kv_end = options.causal ? std::clamp(q0 + rows + shift, 0, Nk) : Nk;
+    for (int k0 = 0; k0 < kv_end; k0 += bk) {  // line 5 (the last tile may be partial)
+      const int cols = std::min(bk, kv_end - k0);
+      load_kv_tile(K, V, k0, cols, bk, kt_tile.data(), v_tile.data());  // line 6
+      score_tile(q_tile.data(), kt_tile.data(), rows, cols, d, bk, S.data());  // line 9
+      const bool on_diagonal = options.causal && k0 + cols - 1 > q0 + shift;
+      if (on_diagonal) mask_tile(S.data(), rows, cols, bk, q0, k0, shift);
+      online_softmax_update(S.data(), v_tile.data(), rows, cols, d, bk, m.data(), l.data(),
+                            o_acc.data());  // lines 10-12
+    }
+    write_output_rows<T, Acc>(o_acc.data(), m.data(), l.data(), q0, rows, d, O, lse);  // 12-13
+  }
+}
+
+}  // namespace
+
+template <class T, class Acc>
+AttentionOutput<T> attention_forward(const Matrix<T>& Q, const Matrix<T>& K, const Matrix<T>& V,
+                                     const AttentionOptions& options) {
+  AttentionOutput<T> out;
+  out.O.resize(Q.rows(), Q.cols());
+  out.lse.resize(Q.rows());
+  attention_head<T, Acc>(Q, K, V, options, out.O, out.lse.data(), "attention_forward");
+  return out;
+}
+
+template <class T>
+BatchedOutput<T> attention_forward_batched(const Tensor4<T>& Q, const Tensor4<T>& K,
+                                           const Tensor4<T>& V, const AttentionOptions& options) {
+  const std::string who = "attention_forward_batched";
+  auto describe = [](const Tensor4<T>& x) {
+    return "[" + std::to_string(x.B) + ", " + std::to_string(x.H) + ", " + std::to_string(x.N) +
+           ", " + std::to_string(x.d) + "]";
+  };
+  for (const Tensor4<T>* x : {&Q, &K, &V})
+    if (x->B < 0 || x->H < 0 || x->N < 0 || x->d < 0 ||
+        x->data.size() != size_t(x->B) * x->H * x->N * x->d)
+      throw BadInput(who + ": a tensor of shape " + describe(*x) + " holds " +
+                     std::to_string(x->data.size()) + " elements");
+  if (Q.B != K.B || Q.B != V.B || Q.H != K.H || Q.H != V.H)
+    throw BadInput(who + ": Q, K and V must have the same batch and head counts; got Q " +
+                   describe(Q) + ", K " + describe(K) + ", V " + describe(V));
+  BatchedOutput<T> out{Tensor4<T>(Q.B, Q.H, Q.N, Q.d),
+                       std::vector<accum_t<T>>(size_t(Q.B) * Q.H * Q.N)};
+  for (int b = 0; b < Q.B; ++b)
+    for (int h = 0; h < Q.H; ++h)
+      attention_head<T, accum_t<T>>(Q.head(b, h), K.head(b, h), V.head(b, h), options,
+                                    out.O.head(b, h), out.lse.data() + (size_t(b) * Q.H + h) * Q.N,
+                                    who + " (head b = " + std::to_string(b) + ", h = " +
+                                        std::to_string(h) + ")");
+  return out;
+}
+
+// The four storage types, and fp32 with the grader's multiplication-counting accumulator.
+#define COURSE_LAB3_INSTANTIATE(T, Acc)                                                      \
+  template AttentionOutput<T> attention_forward<T, Acc>(const Matrix<T>&, const Matrix<T>&, \
+                                                        const Matrix<T>&, const AttentionOptions&);
+COURSE_LAB3_INSTANTIATE(double, double)
+COURSE_LAB3_INSTANTIATE(float, float)
+COURSE_LAB3_INSTANTIATE(bf16, float)
+COURSE_LAB3_INSTANTIATE(fp16, float)
+COURSE_LAB3_INSTANTIATE(float, CountedFloat)
+#undef COURSE_LAB3_INSTANTIATE
+
+template BatchedOutput<double> attention_forward_batched<double>(
+    const Tensor4<double>&, const Tensor4<double>&, const Tensor4<double>&, const AttentionOptions&);
+template BatchedOutput<float> attention_forward_batched<float>(
+    const Tensor4<float>&, const Tensor4<float>&, const Tensor4<float>&, const AttentionOptions&);
+template BatchedOutput<bf16> attention_forward_batched<bf16>(
+    const Tensor4<bf16>&, const Tensor4<bf16>&, const Tensor4<bf16>&, const AttentionOptions&);
+template BatchedOutput<fp16> attention_forward_batched<fp16>(
+    const Tensor4<fp16>&, const Tensor4<fp16>&, const Tensor4<fp16>&, const AttentionOptions&);
+
+}  // namespace course::lab3
