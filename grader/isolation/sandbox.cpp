@@ -46,10 +46,10 @@ class Filter {
     code_.push_back(BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 0, 1));
     code_.push_back(deny());
   }
-  // Refuse this system call outright.
-  void refuse(long nr) {
+  // Refuse this system call outright (with EPERM, or the error given).
+  void refuse(long nr, int error = EPERM) {
     code_.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, std::uint32_t(nr), 0, 1));
-    code_.push_back(deny());
+    code_.push_back(deny(error));
   }
   // Refuse nr when (argument `arg` & mask) != 0 (low 32 bits, where flags live).
   void refuse_if_flags(long nr, int arg, std::uint32_t mask) {
@@ -89,7 +89,9 @@ class Filter {
     code_.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, std::uint32_t(offset)));
   }
   void load_nr() { load(offsetof(seccomp_data, nr)); }
-  static sock_filter deny() { return BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)); }
+  static sock_filter deny(int error = EPERM) {
+    return BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (std::uint32_t(error) & SECCOMP_RET_DATA));
+  }
   static sock_filter allow() { return BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW); }
   std::vector<sock_filter> code_;
 };
@@ -115,9 +117,11 @@ void install_sandbox(int, char**, char** envp) {
                   SYS_rmdir, SYS_mkdir, SYS_mkdirat, SYS_link, SYS_linkat, SYS_symlink,
                   SYS_symlinkat, SYS_truncate, SYS_chmod, SYS_fchmodat, SYS_chown, SYS_lchown,
                   SYS_fchownat, SYS_utimensat, SYS_utimes, SYS_utime, SYS_futimesat, SYS_mknod,
-                  SYS_mknodat, SYS_openat2, SYS_name_to_handle_at, SYS_open_by_handle_at,
-                  SYS_clone3 /* glibc then falls back to clone, filtered below */})
+                  SYS_mknodat, SYS_openat2, SYS_name_to_handle_at, SYS_open_by_handle_at})
     f.refuse(nr);
+  // clone3 passes its flags in memory, where a filter cannot look. "Not implemented" makes glibc
+  // fall back to clone (EPERM would make pthread_create fail: the CUDA runtime needs threads).
+  f.refuse(SYS_clone3, ENOSYS);
   // Threads yes (CLONE_THREAD), new processes no.
   f.refuse_unless_flags(SYS_clone, 0, CLONE_THREAD);
   // Signals only to itself (abort() and raise() do that).
