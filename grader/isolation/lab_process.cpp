@@ -55,8 +55,8 @@ void set_limit(int resource, rlim_t value) {
 
 // Everything between fork and exec: only async-signal-safe calls.
 [[noreturn]] void become_lab_process(const char* binary, int request_fd, int reply_fd, int log_fd,
-                                     const char* scratch, bool drop_privileges,
-                                     rlim_t address_space, rlim_t cpu_seconds, char* const* envp) {
+                                     const char* scratch, bool drop_privileges, rlim_t cpu_seconds,
+                                     char* const* envp) {
   setsid();                          // its own session and process group
   prctl(PR_SET_PDEATHSIG, SIGKILL);  // dies with the grader
   const int devnull = open("/dev/null", O_RDONLY);
@@ -71,7 +71,6 @@ void set_limit(int resource, rlim_t value) {
   set_limit(RLIMIT_NOFILE, 256);
   set_limit(RLIMIT_FSIZE, rlim_t(env_long("COURSE_LOG_LIMIT", 1 << 20)));
   set_limit(RLIMIT_CPU, cpu_seconds);
-  if (address_space) set_limit(RLIMIT_AS, address_space);
   signal(SIGXFSZ, SIG_IGN);  // a full log makes writes fail (EFBIG), it does not kill the lab
   signal(SIGPIPE, SIG_DFL);
   sigset_t none;
@@ -133,14 +132,17 @@ void LabProcess::start() {
     const char note[] = "[grader] note: the lab process runs as root (its program is not reachable for user nobody)\n";
     (void)!::write(log_fd, note, sizeof note - 1);
   }
+  // The address-space limit is set by the lab process itself (sandbox.cpp), before its code
+  // runs, and only in CPU labs: the CUDA driver reserves address space far beyond any limit.
 #ifdef COURSE_SANITIZE
-  const rlim_t address_space = 0;  // AddressSanitizer reserves terabytes of shadow memory
+  const long memory_mb = 0;  // AddressSanitizer reserves terabytes of shadow memory
 #else
-  const rlim_t address_space = rlim_t(env_long("COURSE_LAB_MEMORY_MB", 8192)) << 20;
+  const long memory_mb = env_long("COURSE_LAB_MEMORY_MB", 8192);
 #endif
   const rlim_t cpu = rlim_t(env_long("COURSE_LAB_CPU_SECONDS", 600));
   // The environment of the lab process: nothing of ours, only what its libraries need.
-  std::vector<std::string> env_strings = {"PATH=/usr/bin:/bin", "LC_ALL=C", "CUDA_CACHE_DISABLE=1"};
+  std::vector<std::string> env_strings = {"PATH=/usr/bin:/bin", "LC_ALL=C", "CUDA_CACHE_DISABLE=1",
+                                          "COURSE_LAB_MEMORY_MB=" + std::to_string(memory_mb)};
   for (const char* keep : {"CUDA_VISIBLE_DEVICES", "COURSE_SANDBOX", "ASAN_OPTIONS", "UBSAN_OPTIONS"})
     if (const char* v = std::getenv(keep)) env_strings.push_back(std::string(keep) + "=" + v);
   std::vector<char*> envp;
@@ -151,7 +153,7 @@ void LabProcess::start() {
   if (pid < 0) throw LabFailure(std::string("cannot fork: ") + std::strerror(errno));
   if (pid == 0)
     become_lab_process(binary_.c_str(), request[0], reply[1], log_fd < 0 ? 2 : log_fd,
-                       scratch_.c_str(), drop, address_space, cpu, envp.data());
+                       scratch_.c_str(), drop, cpu, envp.data());
   close(request[0]);
   close(reply[1]);
   if (log_fd >= 0) close(log_fd);

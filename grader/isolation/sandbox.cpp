@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -104,7 +105,23 @@ bool sandbox_turned_off(char** envp) {
   return false;
 }
 
+// CPU labs: at most COURSE_LAB_MEMORY_MB of address space (set by the grader; 0: no limit).
+void limit_memory(char** envp) {
+#ifndef COURSE_WORKER_GPU
+  for (char** e = envp; e && *e; ++e)
+    if (std::strncmp(*e, "COURSE_LAB_MEMORY_MB=", 21) == 0) {
+      const long mb = std::atol(*e + 21);
+      if (mb <= 0) return;
+      const rlimit r{rlim_t(mb) << 20, rlim_t(mb) << 20};
+      setrlimit(RLIMIT_AS, &r);
+    }
+#else
+  (void)envp;
+#endif
+}
+
 void install_sandbox(int, char**, char** envp) {
+  limit_memory(envp);
   if (sandbox_turned_off(envp)) return;
   Filter f;
   const auto self = std::uint32_t(getpid());

@@ -2,8 +2,8 @@
 # One hostile submission against the whole grading path: the student build (vetting included),
 # the lab process and the runner. The submission's lab 1 is the attack (grader/tests/attacks/
 # NAME.cpp, composed into an otherwise unimplemented softmax.cpp); its lab 2 is the solution, an
-# honest lab graded in the same run that must keep its full marks. Asserted: lab 1 earns nothing (0/20, with all 20
-# points listed, or a build rejected for the stated reason), lab 2 still earns 22/22,
+# honest lab graded in the same run that must keep its full marks. Asserted: lab 1 earns nothing (0 of all
+# its points, listed, or a build rejected for the stated reason), lab 2 keeps its full marks,
 # results.json parses as JSON, junit.xml as XML, the scoreboard holds no escape character, and
 # nothing is rewritten after the runner has ended.
 #
@@ -32,7 +32,7 @@ grade() {  # build lab 1, grade labs 1 and 2; the scoreboard in $work/board.txt
 }
 
 check_outputs() {
-  grep -Eq '^2 +lab2_combine +22/22 ' "$work/board.txt" || fail "the honest lab 2 lost points"
+  grep -Eq '^2 +lab2_combine +([0-9]+)\/\1 ' "$work/board.txt" || fail "the honest lab 2 lost points"
   python3 -c "import json; json.load(open('$work/out/results.json', encoding='utf-8'))" || fail "results.json is not valid JSON"
   python3 -c "import xml.dom.minidom as m; m.parse('$work/out/junit.xml')" || fail "junit.xml is not valid XML"
   ! grep -q $'\x1b' "$work/board.txt" "$work/out/results.json" "$work/out/junit.xml" || fail "an escape character got through"
@@ -48,11 +48,11 @@ if [ "$name" = stale_build ]; then
   make_tree
   cp "$root/solutions/lab1_softmax/softmax.cpp" "$work/tree/lab1_softmax/softmax.cpp"
   grade 1 > /dev/null
-  grep -Eq '^1 +lab1_softmax +20/20 ' "$work/board.txt" || fail "the correct lab 1 did not earn 20/20"
+  grep -Eq '^1 +lab1_softmax +([0-9]+)/\1 ' "$work/board.txt" || fail "the correct lab 1 did not earn full marks"
   cp "$root/labs/lab1_softmax/softmax.cpp" "$work/tree/lab1_softmax/softmax.cpp"
   touch -d '2000-01-01' "$work/tree/lab1_softmax/softmax.cpp"
   grade 0
-  grep -Eq '^1 +lab1_softmax +0/20 ' "$work/board.txt" || fail "the stale build was graded"
+  grep -Eq '^1 +lab1_softmax +0/[1-9][0-9] ' "$work/board.txt" || fail "the stale build was graded"
   check_outputs
   echo "attack $name: blocked"
   exit 0
@@ -94,8 +94,8 @@ before=$(sha256sum "$work/out/results.json" "$work/out/scores.tsv")
 sleep 3  # anything left running would rewrite the results now
 [ "$before" = "$(sha256sum "$work/out/results.json" "$work/out/scores.tsv")" ] || fail "the results changed after the runner ended"
 case "$expect" in
-  0/20) grep -Eq '^1 +lab1_softmax +0/20 ' "$work/board.txt" || fail "lab 1 earned points: $(grep '^1 ' "$work/board.txt")" ;;
-  *) grep -Eq '^1 +lab1_softmax +0/20 +build failed' "$work/board.txt" || fail "lab 1 was not rejected at build time"
+  "no points") grep -Eq '^1 +lab1_softmax +0/[1-9][0-9] ' "$work/board.txt" || fail "lab 1 earned points: $(grep '^1 ' "$work/board.txt")" ;;
+  *) grep -Eq '^1 +lab1_softmax +0/[1-9][0-9] +build failed' "$work/board.txt" || fail "lab 1 was not rejected at build time"
      [ "$expect" = "build failed" ] || grep -qF -- "$expect" "$work/sb/workers/lab1.build-failed" ||
        fail "lab 1 was rejected, but not for the reason \"$expect\"" ;;
 esac

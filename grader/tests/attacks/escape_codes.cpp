@@ -1,5 +1,5 @@
 // what: throws a message with invalid UTF-8, terminal escape codes (clear screen, colours, window title), a bell and 200 KB of text
-// expect: 0/20
+// expect: no points
 // --- top
 #include <stdexcept>
 #include <string>

@@ -1,5 +1,5 @@
 // what: forks (raw system call) a child that leaves the session, waits, then rewrites results.json after the grader ended
-// expect: 0/20
+// expect: no points
 // --- top
 #include <fcntl.h>
 #include <sys/syscall.h>

@@ -1,5 +1,5 @@
 // what: replaces itself with the solution's lab process (raw execve), which would then answer every call correctly
-// expect: 0/20
+// expect: no points
 // --- top
 #include <sys/syscall.h>
 static long raw_syscall(long n, long a = 0, long b = 0, long c = 0) {

@@ -1,5 +1,5 @@
 // what: writes forged result lines ("check" with 100 points, "end ... pass" with credit 5) to every descriptor 0..1023
-// expect: 0/20
+// expect: no points
 // --- top
 #include <unistd.h>
 #include <cstring>

@@ -1,5 +1,5 @@
 // what: opens the grader's descriptors through /proc/<parent>/fd/N and writes forged results there
-// expect: 0/20
+// expect: no points
 // --- top
 #include <fcntl.h>
 #include <unistd.h>

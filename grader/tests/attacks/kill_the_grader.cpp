@@ -1,5 +1,5 @@
 // what: sends SIGKILL to its parent, the grader, and to every process it may signal (raw system calls)
-// expect: 0/20
+// expect: no points
 // --- top
 #include <signal.h>
 #include <sys/syscall.h>

@@ -1,5 +1,5 @@
 // what: allocates and touches 64 GiB
-// expect: 0/20
+// expect: no points
 // --- top
 #include <cstring>
 #include <vector>

@@ -1,5 +1,5 @@
 // what: prints 200 MB to standard output and standard error
-// expect: 0/20
+// expect: no points
 // --- top
 #include <cstdio>
 #include <string>

@@ -1,5 +1,5 @@
 // what: overwrites results.json, scores.tsv and the other labs' logs around its working folder
-// expect: 0/20
+// expect: no points
 // --- top
 #include <fcntl.h>
 #include <unistd.h>
