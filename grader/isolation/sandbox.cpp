@@ -11,6 +11,8 @@
 // A refused call fails with EPERM, as on a locked-down system; it does not kill the process.
 // The filter exists only on x86-64 Linux; elsewhere the lab process runs unfiltered (README).
 #include <fcntl.h>
+#include <signal.h>
+#include <ucontext.h>
 #include <sched.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -35,6 +37,8 @@
 namespace {
 
 #ifdef COURSE_HAVE_SECCOMP
+
+bool g_trace = false;  // COURSE_SANDBOX=trace (see install_sandbox)
 
 class Filter {
  public:
@@ -91,6 +95,7 @@ class Filter {
   }
   void load_nr() { load(offsetof(seccomp_data, nr)); }
   static sock_filter deny(int error = EPERM) {
+    if (g_trace && error == EPERM) return BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP);
     return BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (std::uint32_t(error) & SECCOMP_RET_DATA));
   }
   static sock_filter allow() { return BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW); }
@@ -98,11 +103,28 @@ class Filter {
 };
 
 // COURSE_SANDBOX=off in the environment leaves the filter out (to show what it stops, and for
-// platforms where it gets in the way). getenv does not work this early: read envp.
-bool sandbox_turned_off(char** envp) {
+// platforms where it gets in the way); COURSE_SANDBOX=trace makes every refusal also print the
+// system call's number to the lab process's log. getenv does not work this early: read envp.
+bool has_setting(char** envp, const char* setting) {
   for (char** e = envp; e && *e; ++e)
-    if (std::strcmp(*e, "COURSE_SANDBOX=off") == 0) return true;
+    if (std::strcmp(*e, setting) == 0) return true;
   return false;
+}
+
+// COURSE_SANDBOX=trace: a refused call arrives here (SECCOMP_RET_TRAP). Say which, and make it
+// fail with EPERM as it would have without the trace.
+void on_refused_call(int, siginfo_t* info, void* context) {
+  char msg[80];
+  int n = 0;
+  const char prefix[] = "[lab process] refused system call ";
+  for (const char* p = prefix; *p; ++p) msg[n++] = *p;
+  char digits[12];
+  int d = 0;
+  for (unsigned v = unsigned(info->si_syscall); d == 0 || v; v /= 10) digits[d++] = char('0' + v % 10);
+  while (d) msg[n++] = digits[--d];
+  msg[n++] = '\n';
+  (void)!::write(2, msg, std::size_t(n));
+  static_cast<ucontext_t*>(context)->uc_mcontext.gregs[REG_RAX] = -EPERM;
 }
 
 // CPU labs: at most COURSE_LAB_MEMORY_MB of address space (set by the grader; 0: no limit).
@@ -122,7 +144,14 @@ void limit_memory(char** envp) {
 
 void install_sandbox(int, char**, char** envp) {
   limit_memory(envp);
-  if (sandbox_turned_off(envp)) return;
+  if (has_setting(envp, "COURSE_SANDBOX=off")) return;
+  if (has_setting(envp, "COURSE_SANDBOX=trace")) {
+    g_trace = true;
+    struct sigaction sa {};
+    sa.sa_sigaction = on_refused_call;
+    sa.sa_flags = SA_SIGINFO;
+    sigaction(SIGSYS, &sa, nullptr);
+  }
   Filter f;
   const auto self = std::uint32_t(getpid());
   for (long nr : {SYS_fork, SYS_vfork, SYS_execve, SYS_execveat, SYS_ptrace, SYS_process_vm_readv,
