@@ -5,9 +5,11 @@
 // process and every thread it makes, the system calls a lab never needs and a hostile lab would:
 //   - making processes or running programs: fork, vfork, clone without CLONE_THREAD, execve;
 //   - touching other processes: kill/tgkill of anyone but itself, ptrace, process_vm_*;
-//   - writing files: open with a write flag, creat, rename, unlink, mkdir, link, truncate,
-//     chmod, ... (it writes only to the descriptors it was given: the log and the reply pipe);
-//   - the network (CPU labs) and a few kernel interfaces that bypass this filter (io_uring, bpf).
+//   - in CPU labs, writing files (open with a write flag, creat, rename, unlink, mkdir, link,
+//     truncate, chmod, ...: it writes only to the descriptors it was given, the log and the
+//     reply pipe) and the network; GPU labs keep both, which the CUDA driver needs;
+//   - a few kernel interfaces that bypass this filter or reach beyond the process (io_uring,
+//     bpf, mount, namespaces).
 // A refused call fails with EPERM, as on a locked-down system; it does not kill the process.
 // The filter exists only on x86-64 Linux; elsewhere the lab process runs unfiltered (README).
 #include <fcntl.h>
@@ -159,11 +161,7 @@ void install_sandbox(int, char**, char** envp) {
                   SYS_pidfd_getfd, SYS_setns, SYS_unshare, SYS_io_uring_setup, SYS_io_uring_enter,
                   SYS_io_uring_register, SYS_bpf, SYS_perf_event_open, SYS_userfaultfd,
                   SYS_mount, SYS_umount2, SYS_chroot, SYS_pivot_root, SYS_setsid, SYS_setpgid,
-                  SYS_creat, SYS_rename, SYS_renameat, SYS_renameat2, SYS_unlink, SYS_unlinkat,
-                  SYS_rmdir, SYS_mkdir, SYS_mkdirat, SYS_link, SYS_linkat, SYS_symlink,
-                  SYS_symlinkat, SYS_truncate, SYS_chmod, SYS_fchmodat, SYS_chown, SYS_lchown,
-                  SYS_fchownat, SYS_utimensat, SYS_utimes, SYS_utime, SYS_futimesat, SYS_mknod,
-                  SYS_mknodat, SYS_openat2, SYS_name_to_handle_at, SYS_open_by_handle_at})
+                  SYS_mknod, SYS_mknodat, SYS_name_to_handle_at, SYS_open_by_handle_at})
     f.refuse(nr);
   // clone3 passes its flags in memory, where a filter cannot look. "Not implemented" makes glibc
   // fall back to clone (EPERM would make pthread_create fail: the CUDA runtime needs threads).
@@ -175,16 +173,20 @@ void install_sandbox(int, char**, char** envp) {
   f.refuse_unless_equal(SYS_tgkill, 0, self);
   f.refuse_unless_equal(SYS_rt_sigqueueinfo, 0, self);
   f.refuse_unless_equal(SYS_rt_tgsigqueueinfo, 0, self);
-#ifdef COURSE_WORKER_GPU
-  // The CUDA driver opens /dev/nvidia* read-write; creating, truncating or appending stays refused.
-  const std::uint32_t write_flags = O_WRONLY | O_CREAT | O_TRUNC | O_APPEND;
-#else
+#ifndef COURSE_WORKER_GPU
+  // No file writes, no network. (Not in GPU labs: the CUDA driver opens its device files
+  // read-write and creates and removes files of its own while it starts. There the lab process
+  // may write where its user may: as user nobody, world-writable folders only.)
+  for (long nr : {SYS_creat, SYS_rename, SYS_renameat, SYS_renameat2, SYS_unlink, SYS_unlinkat,
+                  SYS_rmdir, SYS_mkdir, SYS_mkdirat, SYS_link, SYS_linkat, SYS_symlink,
+                  SYS_symlinkat, SYS_truncate, SYS_chmod, SYS_fchmodat, SYS_chown, SYS_lchown,
+                  SYS_fchownat, SYS_utimensat, SYS_utimes, SYS_utime, SYS_futimesat, SYS_openat2,
+                  SYS_socket, SYS_socketpair})
+    f.refuse(nr);
   const std::uint32_t write_flags = O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND;
-  f.refuse(SYS_socket);
-  f.refuse(SYS_socketpair);
-#endif
   f.refuse_if_flags(SYS_open, 1, write_flags);
   f.refuse_if_flags(SYS_openat, 2, write_flags);
+#endif
   if (!f.install()) {
     // A kernel without seccomp: say so in the log, and run (the README states what then holds).
     static const char msg[] = "[lab process] warning: the system-call filter could not be installed\n";

@@ -153,7 +153,9 @@ TEST_CASE("inputs unchanged and scale honoured" * grading::points(2)) {
     c.Nk = 150;
     c.d = 32;
     c.scale = scale;
-    c.dist = reference::Distribution::outliers;
+    // Outliers (entries of +-30) at the default scale; at scale 1 they would make scores of
+    // ~1000, where fp32's own rounding of the scores, not the scale, decides the error.
+    c.dist = scale == 0.0f ? reference::Distribution::outliers : reference::Distribution::normal;
     const auto in = gpu_grading::make_inputs(c, grading::seed());
     const auto out = gpu_grading::run_lab(c, in);
     grading::expect(out.inputs_unchanged, {"flash_attention_forward", "fp32", {c.B, c.H, c.Nq, c.d}, c.describe()},
