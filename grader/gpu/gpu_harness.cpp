@@ -94,18 +94,30 @@ std::vector<double> to_doubles(Storage s, const std::vector<std::uint8_t>& bytes
 }
 
 // One tensor [B, H, rows, d] drawn from its own stream of the seed.
-void generate(const Config& c, int rows, const std::string& label, std::uint64_t seed,
-              std::vector<double>& values, std::vector<std::uint8_t>& bytes) {
-  reference::Rng rng(seed, label + "/" + c.describe());
-  const Eigen::MatrixXd x = reference::random_matrix(Eigen::Index(c.B) * c.H * rows, c.d, c.dist, rng);
-  values.clear();
-  bytes.clear();
+// Appends x, rounded to the dtype, to a flattened tensor (values and bits).
+void append_rounded(const Config& c, const Eigen::MatrixXd& x, std::vector<double>& values,
+                    std::vector<std::uint8_t>& bytes) {
   for (Eigen::Index r = 0; r < x.rows(); ++r)
     for (Eigen::Index j = 0; j < x.cols(); ++j) {
       const double v = round_to(c.dtype, x(r, j));
       values.push_back(v);
       append_bits(c.dtype, v, bytes);
     }
+}
+
+// One tensor [B, H, rows, d] drawn from its own stream of the seed.
+void generate(const Config& c, int rows, const std::string& label, std::uint64_t seed,
+              std::vector<double>& values, std::vector<std::uint8_t>& bytes) {
+  reference::Rng rng(seed, label + "/" + c.describe());
+  values.clear();
+  bytes.clear();
+  append_rounded(c, reference::random_matrix(Eigen::Index(c.B) * c.H * rows, c.d, c.dist, rng), values, bytes);
+}
+
+// Distributions that shape Q and K together (reference::attention_inputs), one head at a time.
+bool drawn_per_head(reference::Distribution d) {
+  return d == reference::Distribution::negative_rows || d == reference::Distribution::increasing_scores ||
+         d == reference::Distribution::large_scores;
 }
 
 std::size_t count_o(const Config& c) { return std::size_t(c.B) * c.H * c.Nq * c.d; }
@@ -239,6 +251,16 @@ std::string Config::describe() const {
 Inputs make_inputs(const Config& c, std::uint64_t seed) {
   Inputs in;
   in.seed = seed;
+  if (drawn_per_head(c.dist)) {
+    reference::Rng rng(seed, "qkv/" + c.describe());
+    for (int bh = 0; bh < c.B * c.H; ++bh) {
+      const auto head = reference::attention_inputs(c.Nq, c.Nk, c.d, c.dist, rng);
+      append_rounded(c, head.Q, in.q, in.q_bytes);
+      append_rounded(c, head.K, in.k, in.k_bytes);
+      append_rounded(c, head.V, in.v, in.v_bytes);
+    }
+    return in;
+  }
   generate(c, c.Nq, "q", seed, in.q, in.q_bytes);
   generate(c, c.Nk, "k", seed, in.k, in.k_bytes);
   generate(c, c.Nk, "v", seed, in.v, in.v_bytes);
