@@ -319,6 +319,27 @@ bool expect_matches(const Config& c, const Outputs& got, const Reference& ref, c
   return o_ok && lse_ok;
 }
 
+std::vector<Config> numerics_configs(const std::vector<Storage>& dtypes,
+                                     const std::vector<reference::Distribution>& dists) {
+  std::vector<Config> out;
+  for (Storage dtype : dtypes)
+    for (auto dist : dists)
+      for (auto [nq, nk] : {std::pair{64, 1}, std::pair{64, 3}, std::pair{100, 70}, std::pair{130, 129}})
+        for (bool causal : {false, true}) {
+          Config c;
+          c.B = 2;
+          c.H = 2;
+          c.Nq = nq;
+          c.Nk = nk;
+          c.d = 64;
+          c.dtype = dtype;
+          c.causal = causal;
+          c.dist = dist;
+          out.push_back(c);
+        }
+  return out;
+}
+
 void call_with_bad_arguments(const Config& c, bool null_q) {
   isolation::Packet args;
   gpu_wire::put_call(args, c.call());

@@ -76,6 +76,12 @@ bool expect_matches(const Config& c, const Outputs& got, const Reference& ref, c
 // lab process. Returns if the call went through; throws course::BadInput if it was rejected.
 void call_with_bad_arguments(const Config& c, bool null_q);
 
+// The numerics checks' configurations: for each dtype and input distribution, few keys (1, 3:
+// with large scores, rows whose every score is far below zero) and partial tiles (70, 129),
+// causal and not; B = H = 2, d = 64.
+std::vector<Config> numerics_configs(const std::vector<Storage>& dtypes,
+                                     const std::vector<reference::Distribution>& dists);
+
 // The whole numerical check of one configuration.
 bool check_config(const Config& c, const std::string& what, std::uint64_t seed);
 
