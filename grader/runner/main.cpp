@@ -145,8 +145,13 @@ LabResult grade_lab(const Args& a, const ManifestEntry& m) {
       lab = runner::list_checks(m.grader, work_dir);
       std::string why = isolation::safe_text(read_file(prefix + ".build-failed"), 600, false);
       if (why.empty()) why = "the lab was not built";
-      runner::fail_all(lab, "fail", "your lab did not build: " + why);
-      lab.problem = "build failed: " + why;
+      if (why.rfind("not built here", 0) == 0) {  // the machine's doing, not the student's
+        runner::fail_all(lab, "skip", why);
+        lab.problem = why;
+      } else {
+        runner::fail_all(lab, "fail", "your lab did not build: " + why);
+        lab.problem = "build failed: " + why;
+      }
     } else {
       lab = runner::grade({m.grader, worker, m.solution_worker, a.seed, a.timeout, work_dir});
     }
