@@ -25,7 +25,7 @@ std::string ErrorStats::index_string(long flat) const {
 std::string ErrorStats::summary() const {
   char buf[512];
   std::snprintf(buf, sizeof buf,
-                "max abs %.3e (at %s: got %.6g, ref %.6g), max rel %.3e, p50 %.3e, p99 %.3e, "
+                "max abs %.3e (at %s: got %.17g, ref %.17g), max rel %.3e, p50 %.3e, p99 %.3e, "
                 "NaN/Inf %ld of %ld",
                 max_abs, index_string(worst).c_str(), worst_got, worst_ref, max_rel, p50_abs,
                 p99_abs, bad_count, count);
@@ -41,8 +41,9 @@ std::string ErrorStats::nonfinite_summary() const {
   if (missed_inf)
     out += std::string(out.empty() ? "" : " and ") + std::to_string(missed_inf) +
            " finite where the reference is -inf (e.g. LSE of a row that sees no key)";
-  return out + " (first at " + index_string(worst) + ": got " + std::to_string(worst_got) +
-         ", ref " + std::to_string(worst_ref) + ")";
+  char values[96];
+  std::snprintf(values, sizeof values, ": got %.17g, ref %.17g)", worst_got, worst_ref);
+  return out + " (first at " + index_string(worst) + values;
 }
 
 ErrorStats compare(const double* got, const double* ref, std::size_t n, Shape shape,

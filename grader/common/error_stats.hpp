@@ -28,7 +28,8 @@ struct ErrorStats {
   double worst_got = 0, worst_ref = 0;
   Shape shape;
 
-  // "max abs 1.2e-03 (at [0, 3, 17]: got 0.51, ref 0.5088), max rel ..., p50 ..., p99 ..."
+  // "max abs 1.2e-03 (at [0, 3, 17]: got 0.51000..., ref 0.50880...), max rel ..., p50 ..., p99 ..."
+  // (got and ref with 17 significant digits: enough to tell any two doubles apart)
   std::string summary() const;
   // Why the non-finite elements are wrong, e.g. "3 NaN/Inf where the reference has none
   // (first at [0, 5])"; empty when bad_count is 0.
