@@ -14,6 +14,10 @@ std::string shape_string(const Shape& shape) {
 
 std::string ErrorStats::index_string(long flat) const {
   if (flat < 0) return "[-]";
+  long elements = 1;
+  for (long n : shape) elements *= n;
+  // A shape that cannot hold the index (a caller's mistake) must not divide by zero.
+  if (shape.empty() || elements <= flat) return "[element " + std::to_string(flat) + "]";
   Shape idx(shape.size());
   for (std::size_t k = shape.size(); k-- > 0;) {
     idx[k] = flat % shape[k];

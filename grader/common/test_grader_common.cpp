@@ -55,3 +55,12 @@ TEST_CASE("tolerance bands: every dtype and quantity has one, with a reason") {
   // fp64 ignores the plain baseline: its band is rounding noise only.
   CHECK(tolerance(Quantity::output, "fp64", 1.0, 1.0).limit == doctest::Approx(1e-12));
 }
+
+TEST_CASE("a shape that cannot hold the worst element is reported, not divided by") {
+  using namespace grading;
+  const std::vector<double> got = {1, 2, 3, 5}, ref = {1, 2, 3, 4};
+  const ErrorStats s = compare(got, ref, {4, 0});  // a caller's mistake: [4, 0] holds nothing
+  CHECK(s.max_abs == 1.0);
+  CHECK(s.summary().find("[element 3]") != std::string::npos);
+  CHECK(compare(got, ref, {2, 2}).summary().find("[1, 1]") != std::string::npos);
+}
