@@ -6,33 +6,9 @@
 
 namespace gpu_lab {
 
-void check_cuda(cudaError_t status, const char* call) {
-  if (status != cudaSuccess) throw std::runtime_error(std::string(call) + " failed: " + cudaGetErrorString(status));
-}
-
 namespace {
 
-// A device allocation that frees itself.
-class DeviceBuffer {
- public:
-  explicit DeviceBuffer(std::size_t bytes) : bytes_(bytes) { check_cuda(cudaMalloc(&ptr_, bytes ? bytes : 1), "cudaMalloc"); }
-  ~DeviceBuffer() { cudaFree(ptr_); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  void* get() const { return ptr_; }
-  void upload(const std::vector<std::uint8_t>& host) {
-    check_cuda(cudaMemcpy(ptr_, host.data(), std::min(host.size(), bytes_), cudaMemcpyHostToDevice), "cudaMemcpy to device");
-  }
-  std::vector<std::uint8_t> download() const {
-    std::vector<std::uint8_t> host(bytes_);
-    check_cuda(cudaMemcpy(host.data(), ptr_, bytes_, cudaMemcpyDeviceToHost), "cudaMemcpy to host");
-    return host;
-  }
-
- private:
-  void* ptr_ = nullptr;
-  std::size_t bytes_;
-};
+using gpu_buffer::DeviceBuffer;
 
 // Spins one thread for `ns` nanoseconds of GPU time: keeps the legacy default stream busy.
 __global__ void spin_kernel(unsigned long long ns) {

@@ -14,6 +14,7 @@
 #include <functional>
 #include <vector>
 
+#include "device_buffer.hpp"
 #include "gpu_wire.hpp"
 
 namespace gpu_lab {
@@ -38,7 +39,15 @@ void call_with_dummy_buffers(const std::function<void(void* buffer)>& launch);
 // The median of `repeats` timed launches (CUDA events) after `warmup` untimed ones, in ms.
 double median_ms(const std::function<void()>& launch, int warmup = 3, int repeats = 20);
 
-// Throws std::runtime_error naming the call when a CUDA call failed.
-void check_cuda(cudaError_t status, const char* call);
+using gpu_buffer::check_cuda;
+
+// A run's results on the wire, as the grader reads them (gpu_harness.cpp, run_lab): O's bits,
+// the LSE's bytes, and whether the inputs were left unchanged.
+inline void put_result(isolation::Packet& out, const Result& r) {
+  gpu_wire::put_bytes(out, r.O);
+  out.put<std::uint64_t>(r.lse.size() * 4);
+  out.put_bytes(r.lse.data(), r.lse.size() * 4);
+  out.put<std::uint8_t>(r.inputs_unchanged);
+}
 
 }  // namespace gpu_lab

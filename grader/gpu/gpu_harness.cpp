@@ -10,6 +10,7 @@
 
 #include "attention_fp64.hpp"
 #include "compare.hpp"
+#include "device_buffer.hpp"
 #include "lab_process.hpp"
 #include "reference/reference.hpp"
 #include "standard_attention.hpp"
@@ -18,34 +19,8 @@ namespace gpu_grading {
 
 namespace {
 
-void check_cuda(cudaError_t status, const std::string& call) {
-  if (status != cudaSuccess)
-    throw std::runtime_error(call + " failed: " + cudaGetErrorString(status));
-}
-
-// A device allocation that frees itself.
-class DeviceBuffer {
- public:
-  explicit DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
-    check_cuda(cudaMalloc(&ptr_, bytes ? bytes : 1), "cudaMalloc(" + std::to_string(bytes) + " bytes)");
-  }
-  ~DeviceBuffer() { cudaFree(ptr_); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  void* get() const { return ptr_; }
-  void upload(const std::vector<std::uint8_t>& host) {
-    check_cuda(cudaMemcpy(ptr_, host.data(), host.size(), cudaMemcpyHostToDevice), "cudaMemcpy to device");
-  }
-  std::vector<std::uint8_t> download() const {
-    std::vector<std::uint8_t> host(bytes_);
-    check_cuda(cudaMemcpy(host.data(), ptr_, bytes_, cudaMemcpyDeviceToHost), "cudaMemcpy to host");
-    return host;
-  }
-
- private:
-  void* ptr_ = nullptr;
-  std::size_t bytes_;
-};
+using gpu_buffer::check_cuda;
+using gpu_buffer::DeviceBuffer;
 
 // The value a double becomes when stored in the dtype, and its bits.
 double round_to(Storage s, double x) {

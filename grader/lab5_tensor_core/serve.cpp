@@ -37,10 +37,7 @@ void forward(Packet& args, Packet& out) {
     course::lab5::flash_attention_forward(dq, dk, dv, o, lse, dtype_of(c.dtype), {c.B, c.H, c.Nq, c.Nk, c.d},
                                           options_of(c, stream));
   });
-  gpu_wire::put_bytes(out, result.O);
-  out.put<std::uint64_t>(result.lse.size() * 4);
-  out.put_bytes(result.lse.data(), result.lse.size() * 4);
-  out.put<std::uint8_t>(result.inputs_unchanged);
+  gpu_lab::put_result(out, result);
 }
 
 void bad_arguments(Packet& args, Packet&) {
