@@ -91,7 +91,7 @@ function(course_add_lab)
   endif()
 
   add_executable(grade_lab${n} ${L_GRADER} ${L_PROXY})
-  target_link_libraries(grade_lab${n} PRIVATE grader_common isolation_client ${L_GRADER_LINK})
+  target_link_libraries(grade_lab${n} PRIVATE grader_main isolation_client ${L_GRADER_LINK})
   target_include_directories(grade_lab${n} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
   _course_worker(lab${n}_worker_solution "${CMAKE_SOURCE_DIR}/solutions/${L_DIR}" "${L_SOURCES}"
                  "${serve}" "${L_CUDA}" "${L_WORKER_LINK}" course_api)

@@ -210,12 +210,3 @@ bool expect(bool ok, const Case& c, const std::string& message) {
 }
 
 }  // namespace grading
-
-int main(int argc, char** argv) {
-  doctest::Context context;
-  context.setOption("order-by", "file");  // checks run in the order they are written
-  context.applyCommandLine(argc, argv);
-  std::printf("[grader] seed %llu (set COURSE_SEED or ./course grade --seed S to change it)\n",
-              static_cast<unsigned long long>(grading::seed()));
-  return context.run();
-}

@@ -57,10 +57,7 @@
 #include <tuple>
 #include <vector>
 
-// error_stats.hpp only, not compare.hpp: compare.hpp includes the doctest harness
-// (grading.hpp), and grader_common's grading.cpp defines doctest's main, which would clash with
-// this program's own main. Conversions are plain Eigen casts (what compare.hpp's
-// to_storage/to_double do) of values that reference::round_to has already rounded.
+// The graders' numerics (error statistics, tolerance bands) without their doctest harness.
 #include "course/lab3_attention.hpp"
 #include "error_stats.hpp"
 #include "tolerances.hpp"
