@@ -64,3 +64,13 @@ TEST_CASE("a shape that cannot hold the worst element is reported, not divided b
   CHECK(s.summary().find("[element 3]") != std::string::npos);
   CHECK(compare(got, ref, {2, 2}).summary().find("[1, 1]") != std::string::npos);
 }
+
+TEST_CASE("the folded-scale allowance widens fp32 output bands only, by 2 u32 max|S| max|V|") {
+  const Tolerance base{1e-6, "band 1e-6 [fp32 output: reason]"};
+  const Tolerance fp32 = with_score_rounding(base, "fp32", 1000.0, 3.0);
+  CHECK(fp32.limit == doctest::Approx(1e-6 + 2 * 0x1p-24 * 1000.0 * 3.0));
+  CHECK(fp32.explain.find("folded-scale rounding") < fp32.explain.find(" ["));  // before the reason
+  const Tolerance bf16 = with_score_rounding(base, "bf16", 1000.0, 3.0);
+  CHECK(bf16.limit == base.limit);
+  CHECK(bf16.explain == base.explain);
+}

@@ -132,4 +132,19 @@ Tolerance tolerance(Quantity q, const std::string& dtype, double plain_max_abs,
   return {limit, std::string(buf) + " [" + dtype + " " + to_string(q) + ": " + b.reason + "]"};
 }
 
+Tolerance with_score_rounding(Tolerance t, const std::string& dtype, double score_max,
+                              double value_max) {
+  if (dtype != "fp32") return t;
+  constexpr double kU32 = 0x1p-24;  // unit roundoff of fp32
+  const double extra = 2 * kU32 * score_max * value_max;
+  char buf[192];
+  std::snprintf(buf, sizeof buf,
+                " + folded-scale rounding 2 u32 x max|S| bound (%.3g) x max|V| (%.3g) = %.3e -> band %.3e",
+                score_max, value_max, extra, t.limit + extra);
+  const std::size_t at = t.explain.find(" [");
+  t.explain.insert(at == std::string::npos ? t.explain.size() : at, buf);
+  t.limit += extra;
+  return t;
+}
+
 }  // namespace grading

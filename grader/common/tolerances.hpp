@@ -36,6 +36,18 @@ Tolerance tolerance(Quantity q, const std::string& dtype, double plain_max_abs, 
 
 const char* to_string(Quantity q);
 
+// An fp32 attention output whose scores reach |S| ~ 1e3 (rows of very negative scores, large
+// logits) errs by more than the plain fp32 attention does even when correct: FA2's exp2 with
+// scale * log2(e) folded into Q rounds every element of the scaled Q, which moves the score
+// S_ij by up to u32 * scale * sum_t |q_it k_jt| <= u32 * scale |q_i| |k_j| (Cauchy-Schwarz), and a
+// score off by e makes its probability off by a factor of about 1 + e; O, a P-weighted mean of
+// the rows of V, then moves by up to 2 max|V| times that. So this adds
+// 2 u32 score_max value_max to an fp32 output band (other dtypes are returned unchanged: their
+// output rounding dwarfs it). score_max = scale * max_i |q_i| * max_j |k_j| over the problem,
+// value_max = max |V|.
+Tolerance with_score_rounding(Tolerance t, const std::string& dtype, double score_max,
+                              double value_max);
+
 // The tight, per-element band for bf16 and fp16 results (the outer band above is FlashAttention's
 // rule; this one models the arithmetic a correct implementation does: fp32 inside, one rounding
 // of the output to the storage dtype). For element i of a row r:

@@ -63,6 +63,8 @@ Outputs run_lab(const Config& c, const Inputs& in);
 struct Reference {
   Outputs exact;
   Outputs plain;
+  double score_max = 0;  // a bound on |S| over the problem (scale * max|q_i| * max|k_j|)
+  double value_max = 0;  // max |V|
 };
 // CPU fp64 reference (reference/) for small shapes; GPU fp64 reference plus GPU standard
 // attention for large ones (chosen by size).
