@@ -23,18 +23,55 @@ __global__ void spin_kernel(unsigned long long ns) {
 // finish before the results are read on the lab's stream.
 constexpr unsigned long long kBusyNanoseconds = 50'000'000;  // 50 ms
 
+// A device buffer with a guard zone of NaN bytes on each side of the data. A kernel that reads
+// past the end of Q, K or V (say, a whole last K/V tile where only part of it is valid) reads
+// NaN, and any use of it, even multiplied by a zero weight, makes the output NaN: the grader
+// sees it. Without the zones such a read returns whatever follows in the allocation (usually
+// zeros) and goes unseen. A kernel that writes outside O or LSE changes a zone: guards_intact()
+// says so. The zones are as large as the biggest tile a lab reads (128 rows of d = 128 fp32).
+class GuardedBuffer {
+ public:
+  static constexpr std::size_t kGuardBytes = 128 * 128 * 4;
+
+  explicit GuardedBuffer(std::size_t bytes) : bytes_(bytes), whole_(bytes + 2 * kGuardBytes) {
+    // All-ones bytes are NaN in fp32, bf16 and fp16.
+    check_cuda(cudaMemset(whole_.get(), 0xFF, bytes + 2 * kGuardBytes), "cudaMemset(guard zones)");
+  }
+  void* data() const { return static_cast<std::uint8_t*>(whole_.get()) + kGuardBytes; }
+  void upload(const std::vector<std::uint8_t>& host) {
+    check_cuda(cudaMemcpy(data(), host.data(), std::min(host.size(), bytes_), cudaMemcpyHostToDevice),
+               "cudaMemcpy to device");
+  }
+  std::vector<std::uint8_t> download() const {
+    std::vector<std::uint8_t> host(bytes_);
+    check_cuda(cudaMemcpy(host.data(), data(), bytes_, cudaMemcpyDeviceToHost), "cudaMemcpy to host");
+    return host;
+  }
+  bool guards_intact() const {
+    std::vector<std::uint8_t> zone(kGuardBytes);
+    const auto* base = static_cast<const std::uint8_t*>(whole_.get());
+    for (const std::uint8_t* at : {base, base + kGuardBytes + bytes_}) {
+      check_cuda(cudaMemcpy(zone.data(), at, kGuardBytes, cudaMemcpyDeviceToHost), "cudaMemcpy(guard zone)");
+      if (std::any_of(zone.begin(), zone.end(), [](std::uint8_t b) { return b != 0xFF; })) return false;
+    }
+    return true;
+  }
+
+ private:
+  std::size_t bytes_;
+  DeviceBuffer whole_;
+};
+
 }  // namespace
 
 Result run_kernel(const gpu_wire::KernelCall& c, const std::vector<std::uint8_t>& q,
                   const std::vector<std::uint8_t>& k, const std::vector<std::uint8_t>& v, const Launch& launch) {
   const std::size_t o_bytes = c.o_elements() * gpu_wire::bytes_per_element(c.dtype);
-  DeviceBuffer dq(q.size()), dk(k.size()), dv(v.size()), dout(o_bytes), dlse(c.lse_elements() * 4);
+  // O and LSE start as NaN like their guard zones: an element the kernel never writes stays NaN.
+  GuardedBuffer dq(q.size()), dk(k.size()), dv(v.size()), dout(o_bytes), dlse(c.lse_elements() * 4);
   dq.upload(q);
   dk.upload(k);
   dv.upload(v);
-  // All-ones bytes are NaN in fp32, bf16 and fp16: an element the kernel never writes stays NaN.
-  check_cuda(cudaMemset(dout.get(), 0xFF, o_bytes), "cudaMemset(O)");
-  check_cuda(cudaMemset(dlse.get(), 0xFF, c.lse_elements() * 4), "cudaMemset(lse)");
   check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize before the launch");
   cudaStream_t stream;
   check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
@@ -44,10 +81,10 @@ Result run_kernel(const gpu_wire::KernelCall& c, const std::vector<std::uint8_t>
   try {
     spin_kernel<<<1, 1, 0, 0>>>(kBusyNanoseconds);  // the legacy default stream, busy
     check_cuda(cudaGetLastError(), "the busy kernel on the default stream");
-    launch(dq.get(), dk.get(), dv.get(), dout.get(), static_cast<float*>(dlse.get()), stream);
+    launch(dq.data(), dk.data(), dv.data(), dout.data(), static_cast<float*>(dlse.data()), stream);
     // Ordered on the lab's stream only: work the kernel put elsewhere is not waited for.
-    check_cuda(cudaMemcpyAsync(r.O.data(), dout.get(), o_bytes, cudaMemcpyDeviceToHost, stream), "reading O on the lab's stream");
-    check_cuda(cudaMemcpyAsync(r.lse.data(), dlse.get(), r.lse.size() * 4, cudaMemcpyDeviceToHost, stream),
+    check_cuda(cudaMemcpyAsync(r.O.data(), dout.data(), o_bytes, cudaMemcpyDeviceToHost, stream), "reading O on the lab's stream");
+    check_cuda(cudaMemcpyAsync(r.lse.data(), dlse.data(), r.lse.size() * 4, cudaMemcpyDeviceToHost, stream),
                "reading lse on the lab's stream");
     check_cuda(cudaStreamSynchronize(stream), "the kernel (cudaStreamSynchronize on the lab's stream)");
     check_cuda(cudaDeviceSynchronize(), "the kernel (cudaDeviceSynchronize)");
@@ -58,6 +95,8 @@ Result run_kernel(const gpu_wire::KernelCall& c, const std::vector<std::uint8_t>
   }
   cudaStreamDestroy(stream);
   r.inputs_unchanged = dq.download() == q && dk.download() == k && dv.download() == v;
+  r.wrote_only_outputs = dq.guards_intact() && dk.guards_intact() && dv.guards_intact() &&
+                         dout.guards_intact() && dlse.guards_intact();
   return r;
 }
 

@@ -1,6 +1,8 @@
 // What a GPU lab process does around the student's kernel (lab process side; see
 // grader/isolation/). The grader sends the inputs; this code
-//   - copies them to the device and poisons O and LSE with NaN (every element must be written);
+//   - copies them to the device between guard zones of NaN (a read past an input's end shows
+//     up as NaN in the output; a write outside O and LSE changes a zone) and poisons O and LSE
+//     with NaN (every element must be written);
 //   - keeps the legacy default stream busy for a while and hands the kernel a non-blocking
 //     stream: a kernel that ignores options.stream runs late, after the results were read;
 //   - reads O and LSE back with copies ordered on that stream, then waits for the whole device
@@ -23,6 +25,7 @@ struct Result {
   std::vector<std::uint8_t> O;  // [B, H, Nq, d] in the dtype's bits
   std::vector<float> lse;       // [B, H, Nq]
   bool inputs_unchanged = true;
+  bool wrote_only_outputs = true;  // the guard zones around every buffer are untouched
 };
 
 using Launch = std::function<void(const void* q, const void* k, const void* v, void* o, float* lse,
@@ -42,12 +45,14 @@ double median_ms(const std::function<void()>& launch, int warmup = 3, int repeat
 using gpu_buffer::check_cuda;
 
 // A run's results on the wire, as the grader reads them (gpu_harness.cpp, run_lab): O's bits,
-// the LSE's bytes, and whether the inputs were left unchanged.
+// the LSE's bytes, whether the inputs were left unchanged, and whether the kernel wrote only O and
+// LSE.
 inline void put_result(isolation::Packet& out, const Result& r) {
   gpu_wire::put_bytes(out, r.O);
   out.put<std::uint64_t>(r.lse.size() * 4);
   out.put_bytes(r.lse.data(), r.lse.size() * 4);
   out.put<std::uint8_t>(r.inputs_unchanged);
+  out.put<std::uint8_t>(r.wrote_only_outputs);
 }
 
 }  // namespace gpu_lab

@@ -253,6 +253,9 @@ Outputs run_lab(const Config& c, const Inputs& in) {
   const auto lse_bytes = gpu_wire::get_bytes(reply.results);
   Outputs out;
   out.inputs_unchanged = reply.results.get<std::uint8_t>() != 0;
+  if (reply.results.get<std::uint8_t>() == 0)
+    throw std::runtime_error("the kernel wrote outside O and LSE (into the guard zone around a buffer: " +
+                             c.describe() + ")");
   if (o_bytes.size() != count_o(c) * bytes_per_element(c.dtype) || lse_bytes.size() != count_lse(c) * 4)
     throw isolation::LabFailure("the lab process returned outputs of the wrong size");
   out.O = to_doubles(c.dtype, o_bytes);
