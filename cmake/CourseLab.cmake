@@ -24,9 +24,10 @@
 #     no longer occurs, configuring stops and says so: planted bugs cannot go stale.
 #
 #   course_correct_variant(LAB 1 NAME exp2 FILE softmax.cpp FIND "..." REPLACE "...")
-#   course_correct_variant(LAB 3 NAME kv_outer SOURCE_DIR variants/kv_outer)
+#   course_correct_variant(LAB 3 NAME kv_outer PATCH variants/kv_outer.patch)
 #     builds labN_worker_variant_<name> from another correct implementation (a substitution in
-#     the solution, or whole files from a folder beside the grader) and a test that it earns
+#     the solution, or a unified diff against it beside the grader: the diff is the idea, and
+#     like FIND it stops the configure step when it no longer applies) and a test that it earns
 #     full marks at seeds 1-20, like the solution.
 
 set(COURSE_FULL_MARKS_SEEDS "1-20" CACHE STRING "Seeds at which solutions and variants must earn full marks")
@@ -146,31 +147,34 @@ endfunction()
 
 # A copy of the solution's files with one substitution (or whole files from a folder), as the
 # sources of a lab process. Sets ${out_var} to the folder holding the lab's sources.
-function(_course_derived_sources n name kind file find replace source_dir out_var)
+function(_course_derived_sources n name kind file find replace patch out_var)
   get_property(sources GLOBAL PROPERTY COURSE_LAB_${n}_SOURCES)
   get_property(dir GLOBAL PROPERTY COURSE_LAB_${n}_DIR)
   set(out_dir "${CMAKE_BINARY_DIR}/${kind}/lab${n}/${name}")
-  if(source_dir AND NOT IS_DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}/${source_dir}")
-    message(FATAL_ERROR "${kind} lab${n}/${name}: no folder ${CMAKE_CURRENT_SOURCE_DIR}/${source_dir}")
+  set(from "${CMAKE_SOURCE_DIR}/solutions/${dir}")
+  set(origin "solutions/${dir}/${file}")
+  if(patch)
+    set(from "${CMAKE_BINARY_DIR}/${kind}/lab${n}/${name}.patched")
+    set(origin "solutions/${dir} + ${patch}")
+    _course_apply_patch("${kind} lab${n}/${name}" "${CMAKE_SOURCE_DIR}/solutions/${dir}" "${sources}"
+                        "${CMAKE_CURRENT_SOURCE_DIR}/${patch}" "${from}")
   endif()
   set(changed FALSE)
   foreach(s IN LISTS sources)
-    set(src "${CMAKE_SOURCE_DIR}/solutions/${dir}/${s}")
-    if(source_dir AND EXISTS "${CMAKE_CURRENT_SOURCE_DIR}/${source_dir}/${s}")
-      set(src "${CMAKE_CURRENT_SOURCE_DIR}/${source_dir}/${s}")
-      set(changed TRUE)
-    endif()
-    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${src}")
-    file(READ "${src}" text)
-    if(NOT source_dir AND s STREQUAL file)
-      set(changed TRUE)
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${CMAKE_SOURCE_DIR}/solutions/${dir}/${s}")
+    file(READ "${from}/${s}" text)
+    file(READ "${CMAKE_SOURCE_DIR}/solutions/${dir}/${s}" solution_text)
+    if(NOT patch AND s STREQUAL file)
       string(FIND "${text}" "${find}" at)
       if(at EQUAL -1)
         message(FATAL_ERROR "${kind} lab${n}/${name}: the text to replace no longer occurs "
                             "in solutions/${dir}/${s}; update ${CMAKE_CURRENT_LIST_FILE}:\n${find}")
       endif()
       string(REPLACE "${find}" "${replace}" text "${text}")
-      set(text "// ${kind} ${name}: generated from solutions/${dir}/${s}; do not edit.\n${text}")
+    endif()
+    if(NOT text STREQUAL solution_text)
+      set(changed TRUE)
+      set(text "// ${kind} ${name}: generated from ${origin}; do not edit.\n${text}")
     endif()
     file(CONFIGURE OUTPUT "${out_dir}/${s}" CONTENT "${text}" @ONLY)
   endforeach()
@@ -178,6 +182,36 @@ function(_course_derived_sources n name kind file find replace source_dir out_va
     message(FATAL_ERROR "${kind} lab${n}/${name}: it changes none of the lab's sources")
   endif()
   set(${out_var} "${out_dir}" PARENT_SCOPE)
+endfunction()
+
+# Copies the lab's solution files into `stage` and applies `patch_file` there (paths a/FILE,
+# b/FILE), exactly: no fuzz, so that a patch that no longer fits the solution stops the
+# configure step instead of changing the wrong lines.
+function(_course_apply_patch what solution_dir sources patch_file stage)
+  if(NOT EXISTS "${patch_file}")
+    message(FATAL_ERROR "${what}: no patch ${patch_file}")
+  endif()
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${patch_file}")
+  file(REMOVE_RECURSE "${stage}")
+  file(MAKE_DIRECTORY "${stage}")
+  foreach(s IN LISTS sources)
+    file(COPY "${solution_dir}/${s}" DESTINATION "${stage}")
+  endforeach()
+  find_program(COURSE_PATCH_PROGRAM patch)
+  find_program(COURSE_GIT_PROGRAM git)
+  if(COURSE_PATCH_PROGRAM)
+    set(cmd ${COURSE_PATCH_PROGRAM} -p1 --fuzz=0 --batch --no-backup-if-mismatch --quiet -i "${patch_file}")
+  elseif(COURSE_GIT_PROGRAM)
+    # Outside any repository (the ceiling stops git looking above the stage), git apply is patch.
+    set(cmd ${CMAKE_COMMAND} -E env GIT_CEILING_DIRECTORIES=${stage} ${COURSE_GIT_PROGRAM} apply -p1 "${patch_file}")
+  else()
+    message(FATAL_ERROR "${what}: applying its patch needs `patch` or `git` (apt-get install patch)")
+  endif()
+  execute_process(COMMAND ${cmd} WORKING_DIRECTORY "${stage}" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${what}: ${patch_file} no longer applies to ${solution_dir}; update the patch "
+                        "(diff -u against the solution, paths a/FILE and b/FILE):\n${out}")
+  endif()
 endfunction()
 
 function(_course_lab_process_from n target derived_dir)
@@ -206,13 +240,13 @@ function(course_planted_bug)
 endfunction()
 
 function(course_correct_variant)
-  cmake_parse_arguments(PARSE_ARGV 0 V "" "LAB;NAME;FILE;FIND;REPLACE;SOURCE_DIR" "")
+  cmake_parse_arguments(PARSE_ARGV 0 V "" "LAB;NAME;FILE;FIND;REPLACE;PATCH" "")
   set(n ${V_LAB})
   if(COURSE_STUDENT_BUILD OR NOT COURSE_PLANTED_BUGS OR NOT TARGET grade_lab${n})
     return()
   endif()
   get_property(timeout GLOBAL PROPERTY COURSE_LAB_${n}_TIMEOUT)
-  _course_derived_sources(${n} ${V_NAME} variant "${V_FILE}" "${V_FIND}" "${V_REPLACE}" "${V_SOURCE_DIR}" derived)
+  _course_derived_sources(${n} ${V_NAME} variant "${V_FILE}" "${V_FIND}" "${V_REPLACE}" "${V_PATCH}" derived)
   _course_lab_process_from(${n} lab${n}_worker_variant_${V_NAME} "${derived}")
   add_test(NAME lab${n}.variant.${V_NAME}
            COMMAND course_runner expect --binary $<TARGET_FILE:grade_lab${n}>
