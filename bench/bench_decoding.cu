@@ -1,0 +1,298 @@
+// bench_decoding: the decoding regime (Nq = 1 query row per head against a long KV cache), where
+// attention is memory-bound and the figure that matters is the bandwidth of reading K and V.
+//
+//   bench_decoding --out results.csv [--quick] [--bh 1024,32] [--dtypes bf16,fp32]
+//                  [--impls lab6,lab5] [--budget-s 120] [--max-reps 20]
+//
+// Configurations: d = 128, Nq = 1, non-causal, B * H in {32 * 32, 1 * 32} (H = 32), and
+// Nk in {1k, 2k, ..., 128k} (quick: 4k and 32k). A configuration whose K and V do not fit in 60%
+// of the free device memory is skipped (fp32 at B * H = 1024 and Nk = 128k needs 128 GiB).
+// Implementations (those built):
+//   lab6   course::lab6::split_kv_forward, the library's own split count (num_splits = 0)
+//   lab5   course::lab5::flash_attention_forward (bf16 only): no split, one CTA per 64 query
+//          rows of each head, i.e. B * H CTAs that each read their whole cache
+// Method:
+//   * K/V bytes = 2 * B * H * Nk * d * bytes per element; GB/s = K/V bytes / time (Q, O and the
+//     workspace are less than 0.1% of it at these sizes).
+//   * copy GB/s: a device-to-device cudaMemcpyAsync of 4 GiB in the same process, counted as
+//     bytes read + bytes written (what a copy moves through HBM), median of 10. `fraction` is
+//     GB/s / copy GB/s.
+//   * time: one call that is checked (max |O - O_fp64| over head (0, 0), against
+//     reference/gpu/attention_fp64), one warm-up that sizes the repetitions
+//     (reps = clamp(300 ms / t, 3, max-reps)), then reps calls each between its own cudaEvent
+//     pair; the median is reported.
+// Each row is written and flushed as soon as it is measured.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "attention_fp64.hpp"  // reference/gpu/
+#include "course/lab6_decoding.hpp"
+#if COURSE_HAVE_LAB5
+#include "course/lab5_tensor_core.hpp"
+#endif
+
+namespace {
+
+void check_cuda(cudaError_t status, const char* call) {
+  if (status != cudaSuccess) throw std::runtime_error(std::string(call) + " failed: " + cudaGetErrorString(status));
+}
+
+constexpr int kD = 128;
+constexpr int kHeads = 32;
+
+__device__ uint64_t splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// Standard normal values (Box-Muller on a counter-based hash): never zeros.
+template <class T>
+__global__ void fill_normal(T* x, int64_t n, uint64_t seed) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const uint64_t h = splitmix64(seed * 0x100000001B3ull + uint64_t(i));
+    const float u1 = (float((h >> 11) & ((1ull << 24) - 1)) + 0.5f) / float(1 << 24);
+    const float u2 = float(h >> 40) / float(1 << 24);
+    x[i] = T(sqrtf(-2.0f * logf(u1)) * cosf(6.2831853f * u2));
+  }
+}
+
+struct Buffer {
+  void* p = nullptr;
+  explicit Buffer(size_t bytes) { check_cuda(cudaMalloc(&p, std::max<size_t>(bytes, 256)), "cudaMalloc"); }
+  ~Buffer() { cudaFree(p); }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+};
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    const size_t comma = s.find(',', start);
+    const std::string item = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!item.empty()) out.push_back(item);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+bool has(const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+
+float median(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5f * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+// Median time of `reps` calls on `stream`, each between its own pair of events.
+float time_ms(const std::function<void()>& call, cudaStream_t stream, int reps) {
+  std::vector<cudaEvent_t> ev(2 * size_t(reps));
+  for (auto& e : ev) check_cuda(cudaEventCreate(&e), "cudaEventCreate");
+  for (int i = 0; i < reps; ++i) {
+    check_cuda(cudaEventRecord(ev[2 * i], stream), "cudaEventRecord");
+    call();
+    check_cuda(cudaEventRecord(ev[2 * i + 1], stream), "cudaEventRecord");
+  }
+  check_cuda(cudaEventSynchronize(ev.back()), "timed calls");
+  std::vector<float> ms(reps);
+  for (int i = 0; i < reps; ++i) check_cuda(cudaEventElapsedTime(&ms[i], ev[2 * i], ev[2 * i + 1]), "elapsed");
+  for (auto& e : ev) cudaEventDestroy(e);
+  return median(ms);
+}
+
+// Device-to-device copy bandwidth, bytes read + written per second, in GB/s.
+double copy_gbps(cudaStream_t stream) {
+  const size_t bytes = size_t(4) << 30;
+  Buffer a(bytes), b(bytes);
+  check_cuda(cudaMemsetAsync(a.p, 1, bytes, stream), "memset");
+  auto call = [&] { check_cuda(cudaMemcpyAsync(b.p, a.p, bytes, cudaMemcpyDeviceToDevice, stream), "copy"); };
+  call();
+  const float ms = time_ms(call, stream, 10);
+  return 2.0 * double(bytes) / (ms * 1e-3) / 1e9;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string out_path, bh_list = "1024,32", dtypes_arg = "bf16,fp32", impls_arg = "lab6,lab5";
+  bool quick = false;
+  double budget_s = 1e9;
+  int max_reps = 20;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--out") out_path = value();
+    else if (a == "--quick") quick = true;
+    else if (a == "--bh") bh_list = value();
+    else if (a == "--dtypes") dtypes_arg = value();
+    else if (a == "--impls") impls_arg = value();
+    else if (a == "--budget-s") budget_s = std::stod(value());
+    else if (a == "--max-reps") max_reps = std::stoi(value());
+    else if (a == "--list") {
+      std::puts("lab6");
+#if COURSE_HAVE_LAB5
+      std::puts("lab5");
+#endif
+      return 0;
+    } else {
+      std::fprintf(stderr, "bench_decoding: unknown option %s\n", a.c_str());
+      return 2;
+    }
+  }
+  if (out_path.empty()) {
+    std::fprintf(stderr, "usage: bench_decoding --out results.csv [--quick] [--bh 1024,32] [--dtypes bf16,fp32] "
+                         "[--impls lab6,lab5] [--budget-s S] [--max-reps N]\n");
+    return 2;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed_s = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  FILE* csv = std::fopen(out_path.c_str(), "w");
+  if (!csv) {
+    std::perror(out_path.c_str());
+    return 2;
+  }
+  std::fprintf(csv, "impl,dtype,BH,d,Nq,Nk,splits,ms,kv_bytes,gbps,copy_gbps,fraction,status,max_abs_err,reps\n");
+  std::fflush(csv);
+
+  const std::vector<std::string> impls = split(impls_arg), dtypes = split(dtypes_arg);
+  std::vector<int> nks;
+  if (quick) nks = {4096, 32768};
+  else
+    for (int n = 1024; n <= 131072; n *= 2) nks.push_back(n);
+
+  cudaStream_t stream;
+  check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  const double copy = copy_gbps(stream);
+  std::printf("device-to-device copy: %.0f GB/s (bytes read + written)\n", copy);
+
+  for (const std::string& dname : dtypes) {
+    const bool bf16 = dname == "bf16";
+    const size_t elem = bf16 ? 2 : 4;
+    for (const std::string& bh_s : split(bh_list)) {
+      const int bh = std::stoi(bh_s);
+      const int B = std::max(1, bh / kHeads), H = bh / B;
+      for (int nk : nks) {
+        const size_t kv_elems = size_t(B) * H * nk * kD;
+        const size_t kv_bytes = 2 * kv_elems * elem;
+        size_t free_b = 0, total_b = 0;
+        check_cuda(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
+        for (const std::string& impl : {std::string("lab6"), std::string("lab5")}) {
+          if (!has(impls, impl)) continue;
+          std::string status = "ok";
+          double ms = NAN, err = NAN;
+          int reps = 0, splits = 1;
+#if !COURSE_HAVE_LAB5
+          if (impl == "lab5") continue;
+#endif
+          if (impl == "lab5" && !bf16) continue;  // lab 5 is bf16/fp16 only
+          if (elapsed_s() > budget_s) status = "skipped:time budget spent";
+          else if (kv_bytes > free_b * 6 / 10) status = "skipped:K and V do not fit";
+          if (status == "ok") {
+            try {
+              Buffer q(size_t(bh) * kD * elem), k(kv_elems * elem), v(kv_elems * elem), o(size_t(bh) * kD * elem),
+                  lse(size_t(bh) * 4), o64(size_t(kD) * 8), lse64(8);
+              uint64_t seed = 7;
+              for (Buffer* b : {&q, &k, &v}) {
+                const int64_t n = int64_t(b == &q ? size_t(bh) * kD : kv_elems);
+                if (bf16) fill_normal<__nv_bfloat16><<<2048, 256, 0, stream>>>(static_cast<__nv_bfloat16*>(b->p), n, ++seed);
+                else fill_normal<float><<<2048, 256, 0, stream>>>(static_cast<float*>(b->p), n, ++seed);
+                check_cuda(cudaGetLastError(), "fill_normal");
+              }
+              const course::lab6::DType dt = bf16 ? course::lab6::DType::bf16 : course::lab6::DType::fp32;
+              const course::lab6::DecodeShape shape{B, H, 1, nk, kD};
+              std::function<void()> call;
+              std::unique_ptr<Buffer> workspace;
+              if (impl == "lab6") {
+                int sms = 0, dev = 0;
+                check_cuda(cudaGetDevice(&dev), "cudaGetDevice");
+                check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "SM count");
+                splits = course::lab6::choose_num_splits(shape, dt, sms);
+                const size_t ws = course::lab6::split_kv_workspace_bytes(shape, dt, splits);
+                workspace = std::make_unique<Buffer>(ws);
+                call = [&, ws] {
+                  course::lab6::DecodeOptions opt;
+                  opt.num_splits = splits;
+                  opt.workspace = workspace->p;
+                  opt.workspace_bytes = ws;
+                  opt.stream = stream;
+                  course::lab6::split_kv_forward(q.p, k.p, v.p, o.p, static_cast<float*>(lse.p), dt, shape, opt);
+                };
+              } else {
+#if COURSE_HAVE_LAB5
+                call = [&] {
+                  course::lab5::ForwardOptions opt;
+                  opt.stream = stream;
+                  course::lab5::flash_attention_forward(q.p, k.p, v.p, o.p, static_cast<float*>(lse.p),
+                                                        course::lab5::DType::bf16, {B, H, 1, nk, kD}, opt);
+                };
+#endif
+              }
+              // Call 1, checked against fp64 on head (0, 0).
+              call();
+              course::reference::gpu::attention_fp64(
+                  q.p, k.p, v.p, bf16 ? course::reference::gpu::InputType::bf16 : course::reference::gpu::InputType::fp32,
+                  1, 1, 1, nk, kD, false, 0.0, static_cast<double*>(o64.p), static_cast<double*>(lse64.p), stream);
+              check_cuda(cudaStreamSynchronize(stream), "first call");
+              std::vector<double> ref(kD);
+              check_cuda(cudaMemcpy(ref.data(), o64.p, kD * 8, cudaMemcpyDeviceToHost), "memcpy");
+              std::vector<float> got(kD);
+              if (bf16) {
+                std::vector<uint16_t> bits(kD);
+                check_cuda(cudaMemcpy(bits.data(), o.p, kD * 2, cudaMemcpyDeviceToHost), "memcpy");
+                for (int c = 0; c < kD; ++c) {
+                  const uint32_t w = uint32_t(bits[c]) << 16;
+                  std::memcpy(&got[c], &w, 4);
+                }
+              } else {
+                check_cuda(cudaMemcpy(got.data(), o.p, kD * 4, cudaMemcpyDeviceToHost), "memcpy");
+              }
+              err = 0;
+              for (int c = 0; c < kD; ++c) err = std::isfinite(got[c]) ? std::max(err, std::fabs(got[c] - ref[c])) : NAN;
+              if (std::isnan(err)) status = "nonfinite";
+              else if (err > (bf16 ? 5e-2 : 1e-3)) status = "wrong";
+              // Warm-up that sizes the repetitions, then the timed calls.
+              const float warm = time_ms(call, stream, 1);
+              reps = std::max(3, std::min(max_reps, warm > 0 ? int(300.0f / warm) : max_reps));
+              ms = time_ms(call, stream, reps);
+            } catch (const std::exception& e) {
+              status = std::string("error:") + e.what();
+              for (char& ch : status)
+                if (ch == ',' || ch == '\n') ch = ' ';
+              if (cudaDeviceSynchronize() != cudaSuccess) {
+                std::fprintf(stderr, "CUDA context lost: %s\n", e.what());
+                return 1;
+              }
+            }
+          }
+          const double gbps = double(kv_bytes) / (ms * 1e-3) / 1e9;
+          std::fprintf(csv, "%s,%s,%d,%d,1,%d,%d,%.6g,%zu,%.6g,%.6g,%.4f,%s,%.3g,%d\n", impl.c_str(), dname.c_str(), bh,
+                       kD, nk, splits, ms, kv_bytes, gbps, copy, gbps / copy, status.c_str(), err, reps);
+          std::fflush(csv);
+          std::printf("%-5s %s B*H=%4d Nk=%6d splits=%3d  %8.3f ms  %7.0f GB/s  %5.1f%% of copy  err %.2e  %s\n",
+                      impl.c_str(), dname.c_str(), bh, nk, splits, ms, gbps, 100 * gbps / copy, err, status.c_str());
+          std::fflush(stdout);
+        }
+      }
+    }
+  }
+  std::fclose(csv);
+  return 0;
+}

@@ -1,0 +1,416 @@
+// Lab 6: split-KV decoding (flash-decoding) on CUDA cores. Implements
+// include/course/lab6_decoding.hpp. Lecture: lectures/06-split-kv-decoding.md.
+//
+// Reading guide. In decoding, each (batch, head) has 1 to 16 new query rows and a long KV cache.
+// Lab 4's grid (one CTA per 64-row query tile) would launch B * H CTAs, each reading the whole
+// cache alone: at small B * H most multiprocessors idle, and at any B * H a CTA spends its life
+// waiting for K and V to arrive. So the keys are cut into `num_splits` contiguous chunks, and
+//   kernel 1 (split_kv_kernel), one CTA per (split, batch * head), runs FA1 Algorithm 1 over its
+//            chunk for all Nq rows at once (every K/V row read once serves every query row: that
+//            is the point of decoding) and writes a normalised partial output O_s and its
+//            log-sum-exp LSE_s, in fp32, to the workspace;
+//   kernel 2 (merge_kernel), one warp per output row, merges the splits with lab 2's combine:
+//            LSE = M + log sum_s exp(LSE_s - M), M = max_s LSE_s, and O = sum_s exp(LSE_s - LSE) O_s.
+// (Algorithm 1 of FlashAttention-2 with the key loop cut into pieces; Dao et al.'s
+// "Flash-Decoding" note, 2023.)
+//
+// Work split inside a kernel-1 CTA (128 threads = 4 warps). Decoding does about 2 * Nq FLOPs per
+// byte of K/V: it is memory-bound, so the layout serves the loads.
+//   * A K or V row of d elements is read by G = d / E threads, one 16-byte piece each (E = 4
+//     fp32 or 8 bf16 elements): a "group". G is 8, 16 or 32 (bf16 d = 64 ... fp32 d = 128); the
+//     CTA has 128 / G groups, so it reads 128 / G rows of K (and of V) with one 16-byte load per
+//     thread, coalesced: the groups of a warp read consecutive rows.
+//   * Each thread issues the loads for U key rows (4; 2 when Nq > 4) before using any of them,
+//     so 2 * U * 16 bytes per thread are in flight: what hides the memory latency.
+//   * A score q_i . k_j is E multiply-adds per thread and a sum over the G lanes of the group
+//     (warp shuffles). Every lane of the group then holds the score, runs the online softmax
+//     for row i and accumulates p_ij * v_j into its own E columns of O_i.
+//   * So each group keeps its own (m, l, O) per query row over the keys it read. At the end of
+//     the chunk those states are merged, again with lab 2's combine: first between the groups
+//     of a warp (shuffles), then between the 4 warps (shared memory).
+//
+// Numerics: fp32 everywhere on chip. Q is staged in shared memory times scale * log2(e), so the
+// scores are in base 2 and every exponential is one exp2f; LSE_s is written in natural log.
+// bf16 is converted once on load; the merge rounds O once, at the end.
+//
+// Conventions: a split with no key (beyond the batch element's length, more splits than keys, or
+// every key masked by causality) has LSE_s = -inf and O_s = 0 and merges to nothing. A query
+// row that sees no key at all gets O = 0 and LSE = -inf, as in lab 4. Never NaN.
+#include "course/errors.hpp"
+#include "course/lab6_decoding.hpp"
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace course::lab6 {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Host-side helpers (given).
+
+void check_cuda(cudaError_t status, const char* call) {
+  if (status != cudaSuccess) {
+    throw std::runtime_error(std::string(call) + " failed: " + cudaGetErrorString(status));
+  }
+}
+
+bool aligned16(const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0; }
+
+// ---------------------------------------------------------------------------------------------
+// Configuration (given).
+
+constexpr int kThreads = 128;  // 4 warps per CTA, both kernels
+[[maybe_unused]] constexpr int kWarps = kThreads / 32;
+constexpr int kMaxNq = 16;
+[[maybe_unused]] constexpr float kLn2 = 0.6931471805599453f;
+
+// Kernel 1's compile-time sizes. NQ is Nq rounded up to 1, 4 or 16: the per-thread state
+// (m, l and E columns of O for every query row) lives in registers, so its size must be known
+// at compile time, and plain decoding (Nq = 1) should not pay for 16 rows.
+template <typename T, int D, int NQ>
+struct SplitConfig {
+  static_assert(D == 64 || D == 128, "head dimension must be 64 or 128");
+  static constexpr int kElems = 16 / static_cast<int>(sizeof(T));  // E: elements per 16-byte load
+  static constexpr int kLanesPerKey = D / kElems;                  // G: lanes that read one row
+  static constexpr int kGroups = kThreads / kLanesPerKey;          // rows read at once per CTA
+  static constexpr int kUnroll = NQ > 4 ? 2 : 4;                   // U: rows per group per step
+  static constexpr int kKeysPerStep = kGroups * kUnroll;
+  static_assert(32 % kLanesPerKey == 0, "a group must not straddle two warps");
+};
+
+struct SplitParams {
+  const void* q;
+  const void* k;
+  const void* v;
+  const int* seqlens_k;  // [B] or null
+  float* o_partial;      // [num_splits, rows, D]
+  float* lse_partial;    // [num_splits, rows]
+  int heads;             // H: batch element b = bh / H
+  int nq;
+  int nk_max;
+  int num_splits;
+  int rows;              // B * H * Nq
+  bool causal;
+  float scale_log2;      // softmax scale * log2(e)
+};
+
+struct MergeParams {
+  const float* o_partial;
+  const float* lse_partial;
+  void* o;
+  float* lse;
+  int rows;
+  int num_splits;
+  int d;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Device helpers (given).
+
+// 16 bytes of fp32 or bf16 from global memory into E fp32 values.
+[[maybe_unused]] __device__ __forceinline__ void load16(const float* src, float* dst) {
+  const float4 x = *reinterpret_cast<const float4*>(src);
+  dst[0] = x.x;
+  dst[1] = x.y;
+  dst[2] = x.z;
+  dst[3] = x.w;
+}
+
+[[maybe_unused]] __device__ __forceinline__ void load16(const __nv_bfloat16* src, float* dst) {
+  const uint4 raw = *reinterpret_cast<const uint4*>(src);
+  const __nv_bfloat162* pairs = reinterpret_cast<const __nv_bfloat162*>(&raw);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 f = __bfloat1622float2(pairs[i]);
+    dst[2 * i] = f.x;
+    dst[2 * i + 1] = f.y;
+  }
+}
+
+// E consecutive floats of shared memory (16-byte aligned) into registers.
+template <int E>
+__device__ __forceinline__ void load_shared(const float* src, float* dst) {
+#pragma unroll
+  for (int u = 0; u < E; u += 4) {
+    const float4 x = *reinterpret_cast<const float4*>(src + u);
+    dst[u] = x.x;
+    dst[u + 1] = x.y;
+    dst[u + 2] = x.z;
+    dst[u + 3] = x.w;
+  }
+}
+
+// Sum over the G lanes of a group (G divides 32, groups are aligned runs of lanes): every lane
+// of the group gets the sum.
+template <int G>
+__device__ __forceinline__ float group_sum(float x) {
+#pragma unroll
+  for (int offset = G / 2; offset > 0; offset /= 2) x += __shfl_xor_sync(0xffffffffu, x, offset);
+  return x;
+}
+
+// One fp32 value stored as fp32 or bf16 (round to nearest even).
+[[maybe_unused]] __device__ __forceinline__ void store_one(float* dst, float x) { *dst = x; }
+[[maybe_unused]] __device__ __forceinline__ void store_one(__nv_bfloat16* dst, float x) {
+  *dst = __float2bfloat16_rn(x);
+}
+
+// The merge's exponential of a difference of natural-log LSEs.
+[[maybe_unused]] __device__ __forceinline__ float merge_exp(float x) { return expf(x); }
+
+// ---------------------------------------------------------------------------------------------
+// Kernel 1. Grid: (num_splits, B * H). One CTA = one chunk of the keys of one (batch, head),
+// for all Nq query rows of that head.
+
+template <typename T, int D, int NQ>
+__global__ void __launch_bounds__(kThreads) split_kv_kernel(const SplitParams p) {
+  // TODO: split_kv_kernel (see the lab README)
+  // This split's keys. The batch element's length (clamped into [0, Nk_max]) is cut into
+  // num_splits chunks of ceil(len / num_splits) keys; the last ones may be short or empty.
+  // Bottom-right causal alignment with this element's own length: row i sees keys j <= i + diag.
+  // Algorithm 1 line 8, once: stage the Nq query rows in shared memory (fp32, pre-multiplied
+  // by scale * log2(e)); rows past Nq are zeros and never used.
+  // Algorithm 1 line 2, per group and query row: m = -inf, l = 0, O = 0 (this lane's columns).
+  // Line 5: for each step of kKeysPerStep keys of the chunk. Group g reads the keys
+  // k0 + u * kGroups + g, u < U: at a given u the groups of a warp read consecutive rows.
+    // Line 6: issue every load of the step first (K and V rows, 16 bytes per thread each),
+    // then compute: 2 * U loads are in flight together. Keys past the chunk are not read at
+    // all (a KV cache holds anything past a sequence's length, NaN included): they are zeros
+    // and get the score -inf below.
+        // Line 9: S_ij = Q_i K_j^T, E products per lane, summed over the group's G lanes.
+        // Lines 10-12 in FA2's form (one rescale per step, no division): m_new = max(m, S),
+        // alpha = exp2(m - m_new), l = alpha l + sum P, O = alpha O + P V. While a row has
+        // seen no key, m_new = -inf: subtract 0 instead, so alpha and P are exact zeros.
+  // The groups' states are partial results over disjoint sets of keys: merge them with lab 2's
+  // combine (Algorithm 1 line 11 applied to (m, l, O)). First a butterfly over the groups of a
+  // warp: lanes `lane` and `lane ^ offset` (offset >= G) hold the same columns of two groups.
+  // Any order of combining is exact, because combine is associative and commutative.
+  // ... then between the warps, through shared memory: the first group of each warp (lanes
+  // 0 .. G-1) now holds the warp's state.
+  // Lines 12-13 for this chunk: combine the 4 warps, divide by l once, and write the partial
+  // O_s (normalised) and LSE_s = ln 2 * (m + log2 l). A row with no key in this chunk has
+  // l = 0: O_s = 0 and LSE_s = -inf, so that the merge gives it the weight exp(-inf) = 0.
+}
+
+// ---------------------------------------------------------------------------------------------
+// Kernel 2. Grid: ceil(rows / 4) CTAs of 4 warps; warp w of CTA c merges row 4c + w.
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads) merge_kernel(const MergeParams p) {
+  // TODO: merge_kernel (see the lab README)
+  // Lab 2's combine over all the splits at once. M = max_s LSE_s; if every split is empty
+  // (M = -inf) the reference point is 0, so that exp(-inf - 0) = 0, never exp(-inf + inf).
+  // LSE = M + log sum_s exp(LSE_s - M); a row with no key anywhere keeps LSE = -inf.
+  // O = sum_s exp(LSE_s - LSE) O_s: each lane owns the columns lane, lane + 32, ... (d <= 128).
+  // One rounding to the output dtype, at the very end.
+}
+
+// ---------------------------------------------------------------------------------------------
+// Launchers (given).
+
+template <typename T, int D, int NQ>
+void launch_split(const SplitParams& params, int batch_heads, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(params.num_splits), static_cast<unsigned>(batch_heads));
+  split_kv_kernel<T, D, NQ><<<grid, kThreads, 0, stream>>>(params);
+  check_cuda(cudaGetLastError(), "split_kv_kernel<<<...>>> launch");
+}
+
+// Nq rounded up to the compiled row counts 1, 4 and 16.
+template <typename T, int D>
+void launch_split_for_nq(const SplitParams& params, int batch_heads, cudaStream_t stream) {
+  if (params.nq == 1) {
+    launch_split<T, D, 1>(params, batch_heads, stream);
+  } else if (params.nq <= 4) {
+    launch_split<T, D, 4>(params, batch_heads, stream);
+  } else {
+    launch_split<T, D, kMaxNq>(params, batch_heads, stream);
+  }
+}
+
+template <typename T>
+void launch_split_for_dtype(const SplitParams& params, int d, int batch_heads, cudaStream_t stream) {
+  if (d == 64) {
+    launch_split_for_nq<T, 64>(params, batch_heads, stream);
+  } else {
+    launch_split_for_nq<T, 128>(params, batch_heads, stream);
+  }
+}
+
+template <typename T>
+void launch_merge(const MergeParams& params, cudaStream_t stream) {
+  const unsigned blocks = static_cast<unsigned>((params.rows + kWarps - 1) / kWarps);
+  merge_kernel<T><<<blocks, kThreads, 0, stream>>>(params);
+  check_cuda(cudaGetLastError(), "merge_kernel<<<...>>> launch");
+}
+
+// CTAs of kernel 1 that one multiprocessor holds at once, for this dtype, d and Nq.
+template <typename T, int D>
+int resident_ctas(int nq) {
+  int n = 0;
+  if (nq == 1) {
+    check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, split_kv_kernel<T, D, 1>, kThreads, 0),
+               "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  } else if (nq <= 4) {
+    check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, split_kv_kernel<T, D, 4>, kThreads, 0),
+               "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  } else {
+    check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, split_kv_kernel<T, D, kMaxNq>, kThreads, 0),
+               "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  }
+  return std::max(n, 1);
+}
+
+int device_sm_count() {
+  int device = 0, sms = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
+             "cudaDeviceGetAttribute(MultiProcessorCount)");
+  return sms;
+}
+
+void check_shape(const DecodeShape& shape, const char* function) {
+  const std::string f = function;
+  if (shape.d != 64 && shape.d != 128) {
+    throw BadInput(f + ": head dimension d = " + std::to_string(shape.d) +
+                   " is not supported (use 64 or 128)");
+  }
+  if (shape.Nq < 1 || shape.Nq > kMaxNq) {
+    throw BadInput(f + ": Nq = " + std::to_string(shape.Nq) +
+                   " query rows per head is outside 1..16 (longer queries are prefill: use lab 4 or 5)");
+  }
+  if (shape.B < 1 || shape.H < 1 || shape.Nk_max < 1) {
+    throw BadInput(f + ": B, H and Nk_max must be >= 1 (got B=" + std::to_string(shape.B) +
+                   " H=" + std::to_string(shape.H) + " Nk_max=" + std::to_string(shape.Nk_max) + ")");
+  }
+  if (static_cast<long long>(shape.B) * shape.H > 65535) {
+    throw BadInput(f + ": B * H must be <= 65535 (one grid row per head)");
+  }
+}
+
+}  // namespace
+
+// The split heuristic (given). Kernel 1 runs B * H * S CTAs; the GPU holds `slots` of them at
+// once (multiprocessors x CTAs per multiprocessor). The last wave is what wastes time: with
+// waves = B H S / slots, a fraction waves / ceil(waves) of the GPU is busy on average. Take the
+// smallest S whose fraction is within 85% of the best one (FlashAttention-2's rule for its
+// decoding path), with at least 256 keys per split (fewer make the merge and the launch the
+// larger cost) and at most 128 splits.
+int choose_num_splits(const DecodeShape& shape, DType dtype, int sm_count) {
+  check_shape(shape, "choose_num_splits");
+  constexpr int kMaxSplits = 128;
+  constexpr int kMinKeysPerSplit = 256;
+  const int per_sm = dtype == DType::fp32
+                         ? (shape.d == 64 ? resident_ctas<float, 64>(shape.Nq) : resident_ctas<float, 128>(shape.Nq))
+                         : (shape.d == 64 ? resident_ctas<__nv_bfloat16, 64>(shape.Nq)
+                                          : resident_ctas<__nv_bfloat16, 128>(shape.Nq));
+  const double slots = double(std::max(sm_count, 1)) * per_sm;
+  const double heads = double(shape.B) * shape.H;
+  const int max_splits = std::max(1, std::min(kMaxSplits, shape.Nk_max / kMinKeysPerSplit));
+  auto efficiency = [&](int s) {
+    const double waves = heads * s / slots;
+    return waves / std::ceil(waves);
+  };
+  double best = 0.0;
+  for (int s = 1; s <= max_splits; ++s) best = std::max(best, efficiency(s));
+  int best_splits = 1;
+  for (int s = 1; s <= max_splits; ++s) {
+    if (efficiency(s) >= 0.85 * best) {
+      best_splits = s;
+      break;
+    }
+  }
+  return best_splits;
+}
+
+std::size_t split_kv_workspace_bytes(const DecodeShape& shape, DType dtype, int num_splits) {
+  check_shape(shape, "split_kv_workspace_bytes");
+  if (num_splits < 0) throw BadInput("split_kv_workspace_bytes: num_splits must be >= 0");
+  const int s = num_splits > 0 ? num_splits : choose_num_splits(shape, dtype, device_sm_count());
+  const std::size_t rows = std::size_t(shape.B) * shape.H * shape.Nq;
+  return std::size_t(s) * rows * (std::size_t(shape.d) + 1) * sizeof(float);
+}
+
+void merge_partials(const float* O_partial, const float* lse_partial, void* O, float* lse,
+                    DType dtype, int rows, int num_splits, int d,
+                    [[maybe_unused]] cudaStream_t stream) {  // unused only in the skeleton
+  // Input checks (given).
+  if (O_partial == nullptr || lse_partial == nullptr || O == nullptr || lse == nullptr) {
+    throw BadInput("merge_partials: O_partial, lse_partial, O and lse must be non-null device pointers");
+  }
+  if (rows < 1 || num_splits < 1 || d < 1 || d > 128) {
+    throw BadInput("merge_partials: need rows >= 1, num_splits >= 1 and 1 <= d <= 128 (got rows=" +
+                   std::to_string(rows) + " num_splits=" + std::to_string(num_splits) +
+                   " d=" + std::to_string(d) + ")");
+  }
+  if (dtype != DType::fp32 && dtype != DType::bf16) {
+    throw BadInput("merge_partials: dtype must be fp32 or bf16");
+  }
+  [[maybe_unused]] const MergeParams params{O_partial, lse_partial, O, lse, rows, num_splits, d};
+
+  // TODO: merge_partials (see the lab README)
+  // Launch merge_kernel<float> or merge_kernel<__nv_bfloat16> through launch_merge, on `stream`.
+  throw course::NotImplemented("merge_partials", "labs/lab6_decoding/split_kv.cu");
+}
+
+void split_kv_forward(const void* Q, const void* K, const void* V, void* O, float* lse,
+                      DType dtype, const DecodeShape& shape, const DecodeOptions& options) {
+  // Input checks (given): every message names the argument and the rule it broke.
+  if (Q == nullptr || K == nullptr || V == nullptr || O == nullptr || lse == nullptr) {
+    throw BadInput("split_kv_forward: Q, K, V, O and lse must be non-null device pointers");
+  }
+  check_shape(shape, "split_kv_forward");
+  if (dtype != DType::fp32 && dtype != DType::bf16) {
+    throw BadInput("split_kv_forward: dtype must be fp32 or bf16");
+  }
+  if (options.num_splits < 0) {
+    throw BadInput("split_kv_forward: num_splits = " + std::to_string(options.num_splits) +
+                   " (use >= 1, or 0 to let the library choose)");
+  }
+  if (!aligned16(Q) || !aligned16(K) || !aligned16(V) || !aligned16(O)) {
+    throw BadInput("split_kv_forward: Q, K, V and O must be 16-byte aligned");
+  }
+  if (!std::isfinite(options.scale)) {
+    throw BadInput("split_kv_forward: scale must be finite");
+  }
+  const int num_splits = options.num_splits > 0
+                             ? options.num_splits
+                             : choose_num_splits(shape, dtype, device_sm_count());
+  const std::size_t needed = split_kv_workspace_bytes(shape, dtype, num_splits);
+  if (options.workspace == nullptr || !aligned16(options.workspace) || options.workspace_bytes < needed) {
+    throw BadInput("split_kv_forward: options.workspace must be a 16-byte aligned device buffer of at least " +
+                   std::to_string(needed) + " bytes for " + std::to_string(num_splits) +
+                   " splits (split_kv_workspace_bytes), got " + std::to_string(options.workspace_bytes));
+  }
+
+  const int rows = shape.B * shape.H * shape.Nq;
+  [[maybe_unused]] SplitParams params{};  // unused only in the skeleton
+  params.q = Q;
+  params.k = K;
+  params.v = V;
+  params.seqlens_k = options.seqlens_k;
+  params.o_partial = static_cast<float*>(options.workspace);
+  params.lse_partial = params.o_partial + std::size_t(num_splits) * rows * shape.d;
+  params.heads = shape.H;
+  params.nq = shape.Nq;
+  params.nk_max = shape.Nk_max;
+  params.num_splits = num_splits;
+  params.rows = rows;
+  params.causal = options.causal;
+  const float scale = options.scale != 0.0f ? options.scale
+                                            : 1.0f / std::sqrt(static_cast<float>(shape.d));
+  params.scale_log2 = scale * 1.4426950408889634f;  // log2(e)
+
+  // TODO: split_kv_forward (see the lab README)
+  // Kernel 1 (launch_split_for_dtype<float> or <__nv_bfloat16>), then the merge
+  // (merge_partials) of params.o_partial and params.lse_partial into O and lse, both on
+  // options.stream: the merge runs after kernel 1 because a stream runs in order.
+  throw course::NotImplemented("split_kv_forward", "labs/lab6_decoding/split_kv.cu");
+}
+
+}  // namespace course::lab6
