@@ -2,7 +2,7 @@
 //
 // One kernel template, `flash_tc_forward_kernel<Cfg, Step, T>`, built from small device
 // functions. Cfg is the tile shape (TileConfig), Step the traits type of one step of the
-// staircase (flash_tc_config.cuh: V1_MmaOnly ... V5_RegisterP), whose flags switch each idea
+// staircase (flash_tc_config.cuh: V1_MmaOnly ... V7_LazyRescale), whose flags switch each idea
 // on with `if constexpr`; T the 16-bit element type. The pieces it uses live in
 //   flash_tc_config.cuh   the steps, TileConfig, KernelParams
 //   flash_tc_ptx.cuh      mma.sync, ldmatrix, cp.async, ex2 wrappers; the fragment layouts
@@ -67,7 +67,7 @@ __device__ __forceinline__ void pack_p_fragments(
   // p_frag[mt][kk] = { pack(tile 2kk c0,c1), pack(tile 2kk c2,c3), pack(tile 2kk+1 c0,c1), pack(tile 2kk+1 c2,c3) }
 }
 
-// Line 10, P.V half, with P in registers (version 5): O += P V_j with P's A fragments already in registers.
+// Line 10, P.V half, with P in registers (versions 5-7): O += P V_j with P's A fragments already in registers.
 template <class Cfg, class Step, class T>
 __device__ __forceinline__ void accumulate_pv_from_registers(
     float (&o)[Cfg::kMTiles][Cfg::kDTiles][4],

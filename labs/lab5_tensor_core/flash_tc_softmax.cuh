@@ -30,7 +30,7 @@ __device__ __forceinline__ float quad_sum(float x) {
 //
 // Step::exp2_fma: exp(scale*(x - m)) = 2^(x*scale*log2e - m*scale*log2e), one FFMA and one
 // MUFU.EX2 per element instead of FADD, FMUL, FMUL, MUFU.EX2.
-// Step::lazy_rescale: m is only a reference point -- any m gives the same O / l
+// Step::lazy_rescale (beyond FA2): m is only a reference point -- any m gives the same O / l
 // and m*scale + log(l) -- it just has to keep P from overflowing. So keep m_old until the tile
 // max exceeds it by more than 8 in log2 units (P <= 2^8, harmless in fp32 and in bf16/fp16 P);
 // then alpha = 1 exactly, and once the row maxima settle the O rescale is skipped on most tiles.

@@ -56,7 +56,7 @@ using detail::TileConfig;
 // d = 64, versions 1-4: 4 warps of 32 rows, so every K/V fragment feeds two mmas; 2 CTAs/SM
 // (64-row CTAs measured 10-20% slower, 8 warps of 16 rows 25-30%, 32-key tiles 2-13%).
 using Cfg64 = TileConfig<64, 128, 64, 4, 2>;
-// d = 64 with P in registers (version 5): the registers P no longer needs hold 128-key
+// d = 64 with P in registers (versions 5-7): the registers P no longer needs hold 128-key
 // tiles: half the barriers and softmax bookkeeping per key, 1-6% faster than 128 x 64.
 using Cfg64PInRegisters = TileConfig<64, 128, 128, 4, 2>;
 // d = 128, every version: O takes 128 registers a thread, so it sits at 255 and no larger key
@@ -89,6 +89,10 @@ void dispatch_version(Version version, const KernelParams& params, int batch_hea
       return launch_shipped<kHeadDim, Version::pipelined, T>(params, batch_heads, stream);
     case Version::register_p:
       return launch_shipped<kHeadDim, Version::register_p, T>(params, batch_heads, stream);
+    case Version::exp2_fma:
+      return launch_shipped<kHeadDim, Version::exp2_fma, T>(params, batch_heads, stream);
+    case Version::lazy_rescale:
+      return launch_shipped<kHeadDim, Version::lazy_rescale, T>(params, batch_heads, stream);
   }
   throw BadInput("lab5::flash_attention_forward: unknown Version value");
 }

@@ -10,8 +10,9 @@ namespace course::lab5::detail {
 // The staircase: one traits type per step
 // ------------------------------------------------------------------------------------------
 
-// Each step derives from the one before it and switches on more of the flags; the kernel reads
-// them with `if constexpr`.
+// Each step derives from the one before it and switches on exactly one idea; the kernel reads
+// the flags with `if constexpr`. Steps 1-6 are FlashAttention-2's forward pass (Dao, 2023) made
+// faster one idea at a time; step 7 goes beyond FA2.
 struct V1_MmaOnly {
   static constexpr Version kVersion = Version::mma_only;
   // mma.sync.m16n8k16; every fragment register is read from shared memory with a plain 32-bit
@@ -38,14 +39,22 @@ struct V4_Pipelined : V3_Swizzle {
   static constexpr Version kVersion = Version::pipelined;
   static constexpr bool cp_async = true;
 };
-// Three ideas in one step: the S accumulator becomes the A operand of P.V in registers (no
-// round trip of P through shared memory); exp2 with scale*log2(e) folded into one FFMA; and O
-// rescaled only when a row's max has grown by more than a factor 2^8 (exact: the reference max
-// is only a shift, undone by the final O / l and the LSE).
+// The S accumulator becomes the A operand of P.V in registers: no round trip of P through
+// shared memory.
 struct V5_RegisterP : V4_Pipelined {
   static constexpr Version kVersion = Version::register_p;
   static constexpr bool p_in_registers = true;
+};
+// exp(scale*(s - m)) as exp2(s*c - m*c) with c = scale*log2(e): one FFMA and one MUFU.EX2 per
+// score instead of FADD, FMUL, FMUL, MUFU.EX2.
+struct V6_Exp2Fma : V5_RegisterP {
+  static constexpr Version kVersion = Version::exp2_fma;
   static constexpr bool exp2_fma = true;
+};
+// Beyond FA2: O is rescaled only when a row's max has grown by more than a factor 2^8 (exact:
+// the reference max is only a shift, undone by the final O / l and the LSE).
+struct V7_LazyRescale : V6_Exp2Fma {
+  static constexpr Version kVersion = Version::lazy_rescale;
   static constexpr bool lazy_rescale = true;
 };
 
@@ -71,6 +80,14 @@ struct StepOf<Version::pipelined> {
 template <>
 struct StepOf<Version::register_p> {
   using type = V5_RegisterP;
+};
+template <>
+struct StepOf<Version::exp2_fma> {
+  using type = V6_Exp2Fma;
+};
+template <>
+struct StepOf<Version::lazy_rescale> {
+  using type = V7_LazyRescale;
 };
 
 // Shared-memory stages of K and V: two once copies are asynchronous, one before.
