@@ -121,8 +121,11 @@ struct Impl {
 const course::lab5::Version kLab5Versions[] = {
     course::lab5::Version::mma_only, course::lab5::Version::ldmatrix,
     course::lab5::Version::swizzle, course::lab5::Version::pipelined,
-    course::lab5::Version::register_p};
-const char* const kLab5Names[] = {"mma_only", "ldmatrix", "swizzle", "pipelined", "register_p"};
+    course::lab5::Version::register_p, course::lab5::Version::exp2_fma,
+    course::lab5::Version::lazy_rescale};
+const char* const kLab5Names[] = {"mma_only", "ldmatrix", "swizzle", "pipelined",
+                                  "register_p", "exp2_fma", "lazy_rescale"};
+static_assert(std::size(kLab5Names) == std::size(kLab5Versions), "one name per version");
 #endif
 
 struct Options {
@@ -501,7 +504,7 @@ int main(int argc, char** argv) {
   std::vector<Impl> all;
   all.push_back({"lab4", Kind::lab4});
 #if COURSE_HAVE_LAB5
-  for (int v = 0; v < 5; ++v) all.push_back({std::string("lab5:") + kLab5Names[v], Kind::lab5, v});
+  for (int v = 0; v < int(std::size(kLab5Versions)); ++v) all.push_back({std::string("lab5:") + kLab5Names[v], Kind::lab5, v});
 #endif
   all.push_back({"standard", Kind::standard});
   if (list) {

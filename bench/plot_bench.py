@@ -19,8 +19,8 @@ import sys
 from collections import defaultdict
 
 NS = [512, 1024, 2048, 4096, 8192, 16384]
-LAB5_VERSIONS = ["mma_only", "ldmatrix", "swizzle", "pipelined", "register_p"]
-LAB5_BEST = "lab5:register_p"  # course::lab5::Version::best
+LAB5_VERSIONS = ["mma_only", "ldmatrix", "swizzle", "pipelined", "register_p", "exp2_fma", "lazy_rescale"]
+LAB5_BEST = "lab5:lazy_rescale"  # course::lab5::Version::best
 TORCH = ["torch:math", "torch:efficient", "torch:flash", "torch:cudnn"]
 GOOD = ("ok", "wrong", "nonfinite")  # rows that have a time
 
@@ -179,7 +179,7 @@ def summary_lines(t):
     # Staircase at N = 4096.
     n = 4096 if 4096 in t.ns() else (max(t.ns()) if t.ns() else None)
     steps = ["lab4"] + [f"lab5:{v}" for v in LAB5_VERSIONS] + ["torch:flash", "torch:cudnn"]
-    if n is not None and any(t.get(s, "bf16", 64, 0, n) for s in steps[1:6]):
+    if n is not None and any(t.get(s, "bf16", 64, 0, n) for s in steps[1:1 + len(LAB5_VERSIONS)]):
         lines.append(f"**Lab 5 staircase**, bf16, N = {n}: TFLOP/s (gain over the previous step)")
         lines.append("")
         cols = [(d, c) for d in (64, 128) for c in (0, 1)]
@@ -212,15 +212,16 @@ STYLE = {
     "torch:flash": dict(color="#2ca02c", marker="D", lw=1.4, ls="--"),
     "torch:cudnn": dict(color="#17becf", marker="P", lw=1.4, ls="--"),
 }
-LAB5_COLORS = ["#fdd0a2", "#fdae6b", "#fd8d3c", "#e6550d", "#a63603"]
+LAB5_COLORS = ["#fee6ce", "#fdd0a2", "#fdae6b", "#fd8d3c", "#f16913", "#d94801", "#8c2d04"]
 
 
 def style(impl):
     if impl.startswith("lab5:"):
         v = impl[5:]
-        i = LAB5_VERSIONS.index(v) if v in LAB5_VERSIONS else 4
-        return dict(color=LAB5_COLORS[i], marker="o", lw=2.2 if i == 4 else 1.3,
-                    ms=5 if i == 4 else 3.5)
+        last = len(LAB5_VERSIONS) - 1  # the shipped version
+        i = LAB5_VERSIONS.index(v) if v in LAB5_VERSIONS else last
+        return dict(color=LAB5_COLORS[i], marker="o", lw=2.2 if i == last else 1.3,
+                    ms=5 if i == last else 3.5)
     return dict(STYLE.get(impl, dict(color="black", marker="x", lw=1)))
 
 

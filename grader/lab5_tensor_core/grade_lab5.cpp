@@ -30,6 +30,8 @@ const char* version_name(Version v) {
     case Version::swizzle: return "swizzle";
     case Version::pipelined: return "pipelined";
     case Version::register_p: return "register_p";
+    case Version::exp2_fma: return "exp2_fma";
+    case Version::lazy_rescale: return "lazy_rescale";
   }
   return "?";
 }
@@ -149,7 +151,8 @@ TEST_CASE("best: large shapes against the GPU fp64 reference" * grading::points(
 
 TEST_CASE("staircase: every version matches the reference" * grading::points(3)) {
   gpu_grading::require_device();
-  for (Version v : {Version::mma_only, Version::ldmatrix, Version::swizzle, Version::pipelined, Version::register_p}) {
+  for (Version v : {Version::mma_only, Version::ldmatrix, Version::swizzle, Version::pipelined, Version::register_p,
+                    Version::exp2_fma, Version::lazy_rescale}) {
     small_shapes(Storage::bf16, v);
     Config c;
     c.B = 1;

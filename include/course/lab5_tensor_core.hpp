@@ -19,9 +19,10 @@ enum class Version {
   ldmatrix,        // 2: + ldmatrix (and ldmatrix.trans for V)
   swizzle,         // 3: + XOR-swizzled shared memory, no bank conflicts
   pipelined,       // 4: + cp.async, two shared-memory stages
-  register_p,      // 5: + P kept in registers as the A operand of P.V, exp2 with scale folded,
-                   //    O rescaled only when a row max grows by more than 2^8 (exact)
-  best = register_p,
+  register_p,      // 5: + P kept in registers as the A operand of P.V
+  exp2_fma,        // 6: + exp2 with scale * log2(e) folded into one FFMA
+  lazy_rescale,    // 7: beyond FA2: O rescaled only when a row max grows by more than 2^8 (exact)
+  best = lazy_rescale,
 };
 
 struct ForwardOptions {

@@ -1,8 +1,10 @@
-// Lab 5 (beyond): host entry point of the tensor-core FlashAttention-2 forward kernel.
-// The kernel and its device functions are in flash_tc_kernel.cuh; this file checks the input,
-// picks the tile configuration for the head dimension, and dispatches on dtype and version.
+// Lab 5 (beyond): host side of the tensor-core FlashAttention-2 forward kernel.
+// The kernel and its device functions are in flash_tc_kernel.cuh (and the headers it includes);
+// this file launches one instantiation, picks the tile configuration for the head dimension and
+// version, checks the input, and dispatches on dtype, head dimension and version.
 #include <cmath>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 
@@ -10,36 +12,67 @@
 #include "course/lab5_tensor_core.hpp"
 #include "flash_tc_kernel.cuh"
 
+// ------------------------------------------------------------------------------------------
+// Launching one instantiation
+// ------------------------------------------------------------------------------------------
+
+namespace course::lab5::detail {
+
+inline void check_cuda(cudaError_t status, const char* call) {
+  if (status != cudaSuccess)
+    throw std::runtime_error(std::string(call) + " failed: " + cudaGetErrorString(status));
+}
+
+// Grid: x = query tiles, y = batch*head. Query tiles of one head are neighbours in launch order,
+// so the CTAs running at one time share that head's K and V in L2.
+// Step is a step of the staircase (flash_tc_config.cuh); any other mix of its flags launches too.
+template <class Cfg, class Step, class T>
+void launch_forward(const KernelParams& params, int batch_heads, cudaStream_t stream) {
+  const auto kernel = flash_tc_forward_kernel<Cfg, Step, T>;
+  const int smem_bytes = smem_elements<Cfg, Step>() * static_cast<int>(sizeof(T));
+  // Above 48 KB a kernel must opt in to its dynamic shared memory.
+  check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes),
+             "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
+  const dim3 grid((params.nq + Cfg::kBlockM - 1) / Cfg::kBlockM, batch_heads);
+  kernel<<<grid, Cfg::kThreads, smem_bytes, stream>>>(params);
+  check_cuda(cudaGetLastError(), "flash_tc_forward_kernel<<<...>>>");
+}
+
+}  // namespace course::lab5::detail
+
 namespace course::lab5 {
 namespace {
 
 using detail::KernelParams;
 using detail::TileConfig;
 
-// Tile shapes shipped for the H200 (lecture 5, "The shipped tile configurations", has the
-// measurements behind them).
-// TileConfig<d, query rows per CTA, keys per K/V tile, warps, min CTAs per SM>: 4 warps of 32
-// query rows each, so every K or V fragment loaded feeds two mmas, and 2 CTAs per SM (<= 255
-// registers a thread). Every version uses 128 x 64 tiles, except register_p at d = 64, which
-// has the registers for 128-key tiles (half the barriers and softmax bookkeeping per key).
-// Every shipped instantiation compiles with 0 bytes of spills (nvcc -Xptxas -v); a warp of 32
-// rows at d = 128 holds O in 128 registers a thread, so that configuration sits at 255
-// registers and is the first to spill when the kernel grows.
-template <int kHeadDim, Version kVersion>
-struct ShippedConfig {
-  // 64-row CTAs measured 10-20% slower, 8 warps 25-30%, 32-key tiles 2-13%.
-  using type = TileConfig<kHeadDim, 128, 64, 4, 2>;
-};
-template <>
-struct ShippedConfig<64, Version::register_p> {
-  // P in registers frees the room for 128-key tiles: half the barriers per key, 1-6% faster.
-  using type = TileConfig<64, 128, 128, 4, 2>;
-};
+// ------------------------------------------------------------------------------------------
+// The shipped tile configurations (lecture 5, "The shipped tile configurations")
+// ------------------------------------------------------------------------------------------
+
+// TileConfig<d, query rows per CTA, keys per K/V tile, warps, min CTAs per SM>. Each compiles
+// with 0 bytes of spills (nvcc -Xptxas -v) and fits 2 CTAs per SM.
+
+// d = 64, versions 1-4: 4 warps of 32 rows, so every K/V fragment feeds two mmas; 2 CTAs/SM
+// (64-row CTAs measured 10-20% slower, 8 warps of 16 rows 25-30%, 32-key tiles 2-13%).
+using Cfg64 = TileConfig<64, 128, 64, 4, 2>;
+// d = 64 with P in registers (versions 5-7): the registers P no longer needs hold 128-key
+// tiles: half the barriers and softmax bookkeeping per key, 1-6% faster than 128 x 64.
+using Cfg64PInRegisters = TileConfig<64, 128, 128, 4, 2>;
+// d = 128, every version: O takes 128 registers a thread, so it sits at 255 and no larger key
+// tile fits (48-key tiles measured as fast as 64; 64 keeps one shape across the staircase).
+using Cfg128 = TileConfig<128, 128, 64, 4, 2>;
+
+template <int kHeadDim, class Step>
+using ShippedConfig =
+    std::conditional_t<kHeadDim == 128, Cfg128,
+                       std::conditional_t<Step::p_in_registers, Cfg64PInRegisters, Cfg64>>;
 
 template <int kHeadDim, Version kVersion, class T>
 void launch_shipped(const KernelParams& params, int batch_heads, cudaStream_t stream) {
-  detail::launch_forward<typename ShippedConfig<kHeadDim, kVersion>::type, kVersion, T>(
-      params, batch_heads, stream);
+  using Step = typename detail::StepOf<kVersion>::type;
+  static_assert(Step::kVersion == kVersion, "StepOf maps each Version to its own step");
+  detail::launch_forward<ShippedConfig<kHeadDim, Step>, Step, T>(params, batch_heads, stream);
 }
 
 template <int kHeadDim, class T>
@@ -56,6 +89,10 @@ void dispatch_version(Version version, const KernelParams& params, int batch_hea
       return launch_shipped<kHeadDim, Version::pipelined, T>(params, batch_heads, stream);
     case Version::register_p:
       return launch_shipped<kHeadDim, Version::register_p, T>(params, batch_heads, stream);
+    case Version::exp2_fma:
+      return launch_shipped<kHeadDim, Version::exp2_fma, T>(params, batch_heads, stream);
+    case Version::lazy_rescale:
+      return launch_shipped<kHeadDim, Version::lazy_rescale, T>(params, batch_heads, stream);
   }
   throw BadInput("lab5::flash_attention_forward: unknown Version value");
 }
