@@ -157,7 +157,7 @@ void write_output_rows(const Acc* o, const Acc* m, const Acc* l, int q0, int row
     }
     const Acc inv_l = Acc(1) / l[r];
     for (int k = 0; k < d; ++k) O(q0 + r, k) = store<T>(o[size_t(r) * d + k] * inv_l);
-    lse[q0 + r] = store<accum_t<T>>((m[r] + course::log2(l[r])) * Acc(0.6931471805599453));
+    lse[q0 + r] = store<accum_t<T>>((m[r] + course::log2(l[r])) * Acc(course::kLn2));
   }
 }
 
@@ -173,8 +173,8 @@ void attention_head(const Eigen::Ref<const Matrix<T>>& Q, const Eigen::Ref<const
   const int bq = std::min(options.block_q, std::max(Nq, 1));
   const int bk = std::min(options.block_k, std::max(Nk, 1));
   // The scale times log2(e), in double, rounded once: scores come out in base-2 units.
-  const Acc scale = Acc((options.scale ? *options.scale : 1.0 / std::sqrt(double(d))) *
-                        1.4426950408889634);
+  const Acc scale =
+      Acc((options.scale ? *options.scale : 1.0 / std::sqrt(double(d))) * course::kLog2e);
   const int shift = Nk - Nq;  // bottom-right alignment: query i sees keys j <= i + shift
 
   std::vector<Acc> q_tile(size_t(bq) * d), kt_tile(size_t(d) * bk), v_tile(size_t(bk) * d);
