@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "course/errors.hpp"
+#include "course/gpu.hpp"
 #include "course/lab5_tensor_core.hpp"
 #include "flash_tc_kernel.cuh"
 
@@ -72,7 +73,7 @@ bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 
 }  // namespace
 
 void flash_attention_forward(const void* Q, const void* K, const void* V, void* O, float* lse,
-                             DType dtype, const lab4::AttentionShape& shape,
+                             DType dtype, const AttentionShape& shape,
                              const ForwardOptions& options) {
   // TODO: flash_attention_forward (see the lab README)
   // reject bad input with course::BadInput: null pointers, pointers not 16-byte aligned
