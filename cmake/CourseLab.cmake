@@ -23,11 +23,13 @@
 #     REPLACE, and a test that CHECK fails for that reason. If the solution changes so that FIND
 #     no longer occurs, configuring stops and says so: planted bugs cannot go stale.
 #
-#   course_correct_variant(LAB 1 NAME exp2 FILE softmax.cpp FIND "..." REPLACE "...")
+#   course_correct_variant(LAB 1 NAME exp2 FILE softmax.cpp FIND "..." REPLACE "..."
+#                          [FIND "..." REPLACE "..."]...)
 #   course_correct_variant(LAB 3 NAME kv_outer SOURCE_DIR variants/kv_outer)
-#     builds labN_worker_variant_<name> from another correct implementation (a substitution in
-#     the solution, or whole files from a folder beside the grader) and a test that it earns
-#     full marks at seeds 1-20, like the solution.
+#     builds labN_worker_variant_<name> from another correct implementation (substitutions in
+#     the solution, applied in order, each of whose FIND must occur; or whole files from a
+#     folder beside the grader) and a test that it earns full marks at seeds 1-20, like the
+#     solution.
 
 set(COURSE_FULL_MARKS_SEEDS "1-20" CACHE STRING "Seeds at which solutions and variants must earn full marks")
 
@@ -144,9 +146,12 @@ function(course_expect_skeleton_message)
   set_tests_properties(lab${n}.skeleton_says_not_implemented PROPERTIES SKIP_RETURN_CODE 77)
 endfunction()
 
-# A copy of the solution's files with one substitution (or whole files from a folder), as the
-# sources of a lab process. Sets ${out_var} to the folder holding the lab's sources.
-function(_course_derived_sources n name kind file find replace source_dir out_var)
+# A copy of the solution's files with substitutions (or whole files from a folder), as the
+# sources of a lab process. The substitutions are read from the caller's variables
+# _course_edits (their number) and _course_find_<i>, _course_replace_<i> (exact strings: code
+# holds ';' and '[', which a CMake list would split on). Sets ${out_var} to the folder holding
+# the lab's sources.
+function(_course_derived_sources n name kind file source_dir out_var)
   get_property(sources GLOBAL PROPERTY COURSE_LAB_${n}_SOURCES)
   get_property(dir GLOBAL PROPERTY COURSE_LAB_${n}_DIR)
   set(out_dir "${CMAKE_BINARY_DIR}/${kind}/lab${n}/${name}")
@@ -164,12 +169,16 @@ function(_course_derived_sources n name kind file find replace source_dir out_va
     file(READ "${src}" text)
     if(NOT source_dir AND s STREQUAL file)
       set(changed TRUE)
-      string(FIND "${text}" "${find}" at)
-      if(at EQUAL -1)
-        message(FATAL_ERROR "${kind} lab${n}/${name}: the text to replace no longer occurs "
-                            "in solutions/${dir}/${s}; update ${CMAKE_CURRENT_LIST_FILE}:\n${find}")
-      endif()
-      string(REPLACE "${find}" "${replace}" text "${text}")
+      math(EXPR last "${_course_edits} - 1")
+      foreach(i RANGE 0 ${last})
+        string(FIND "${text}" "${_course_find_${i}}" at)
+        if(at EQUAL -1)
+          message(FATAL_ERROR "${kind} lab${n}/${name}: the text to replace no longer occurs "
+                              "in solutions/${dir}/${s}; update ${CMAKE_CURRENT_LIST_FILE}:\n"
+                              "${_course_find_${i}}")
+        endif()
+        string(REPLACE "${_course_find_${i}}" "${_course_replace_${i}}" text "${text}")
+      endforeach()
       set(text "// ${kind} ${name}: generated from solutions/${dir}/${s}; do not edit.\n${text}")
     endif()
     file(CONFIGURE OUTPUT "${out_dir}/${s}" CONTENT "${text}" @ONLY)
@@ -195,7 +204,10 @@ function(course_planted_bug)
     return()  # not built here (a student build, or a GPU lab without a CUDA compiler)
   endif()
   get_property(timeout GLOBAL PROPERTY COURSE_LAB_${n}_TIMEOUT)
-  _course_derived_sources(${n} ${P_NAME} planted "${P_FILE}" "${P_FIND}" "${P_REPLACE}" "" derived)
+  set(_course_edits 1)
+  set(_course_find_0 "${P_FIND}")
+  set(_course_replace_0 "${P_REPLACE}")
+  _course_derived_sources(${n} ${P_NAME} planted "${P_FILE}" "" derived)
   _course_lab_process_from(${n} lab${n}_worker_planted_${P_NAME} "${derived}")
   add_test(NAME lab${n}.planted.${P_NAME}
            COMMAND course_runner expect --binary $<TARGET_FILE:grade_lab${n}>
@@ -206,13 +218,50 @@ function(course_planted_bug)
 endfunction()
 
 function(course_correct_variant)
-  cmake_parse_arguments(PARSE_ARGV 0 V "" "LAB;NAME;FILE;FIND;REPLACE;SOURCE_DIR" "")
+  # Read argument by argument (ARGVn is each exactly as written): FIND and REPLACE may repeat.
+  set(_course_edits 0)
+  set(pending_find FALSE)
+  foreach(key LAB NAME FILE SOURCE_DIR)
+    set(V_${key} "")
+  endforeach()
+  math(EXPR last "${ARGC} - 1")
+  foreach(i RANGE 0 ${last} 2)
+    math(EXPR j "${i} + 1")
+    set(key "${ARGV${i}}")
+    if(j GREATER last)
+      message(FATAL_ERROR "course_correct_variant: ${key} has no value")
+    endif()
+    if(key STREQUAL "FIND")
+      if(pending_find)
+        message(FATAL_ERROR "course_correct_variant ${V_NAME}: FIND without REPLACE")
+      endif()
+      set(_course_find_${_course_edits} "${ARGV${j}}")
+      set(pending_find TRUE)
+    elseif(key STREQUAL "REPLACE")
+      if(NOT pending_find)
+        message(FATAL_ERROR "course_correct_variant ${V_NAME}: REPLACE without FIND")
+      endif()
+      set(_course_replace_${_course_edits} "${ARGV${j}}")
+      math(EXPR _course_edits "${_course_edits} + 1")
+      set(pending_find FALSE)
+    elseif(key MATCHES "^(LAB|NAME|FILE|SOURCE_DIR)$")
+      set(V_${key} "${ARGV${j}}")
+    else()
+      message(FATAL_ERROR "course_correct_variant: unknown argument ${key}")
+    endif()
+  endforeach()
+  if(pending_find)
+    message(FATAL_ERROR "course_correct_variant ${V_NAME}: FIND without REPLACE")
+  endif()
+  if(NOT V_SOURCE_DIR AND _course_edits EQUAL 0)
+    message(FATAL_ERROR "course_correct_variant ${V_NAME}: give FIND and REPLACE, or SOURCE_DIR")
+  endif()
   set(n ${V_LAB})
   if(COURSE_STUDENT_BUILD OR NOT COURSE_PLANTED_BUGS OR NOT TARGET grade_lab${n})
     return()
   endif()
   get_property(timeout GLOBAL PROPERTY COURSE_LAB_${n}_TIMEOUT)
-  _course_derived_sources(${n} ${V_NAME} variant "${V_FILE}" "${V_FIND}" "${V_REPLACE}" "${V_SOURCE_DIR}" derived)
+  _course_derived_sources(${n} ${V_NAME} variant "${V_FILE}" "${V_SOURCE_DIR}" derived)
   _course_lab_process_from(${n} lab${n}_worker_variant_${V_NAME} "${derived}")
   add_test(NAME lab${n}.variant.${V_NAME}
            COMMAND course_runner expect --binary $<TARGET_FILE:grade_lab${n}>
