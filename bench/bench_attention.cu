@@ -49,6 +49,7 @@
 #include <string>
 #include <vector>
 
+#include "course/gpu.hpp"
 #include "course/lab4_cuda.hpp"
 #include "attention_fp64.hpp"  // reference/gpu/
 #include "standard_attention.hpp"
@@ -58,58 +59,20 @@
 
 namespace {
 
-void check_cuda(cudaError_t status, const char* call) {
-  if (status != cudaSuccess) {
-    throw std::runtime_error(std::string(call) + " failed: " + cudaGetErrorString(status));
-  }
-}
+using course::check_cuda;
+using course::DeviceBuffer;
+using course::DType;
+using course::dtype_bytes;
+using course::dtype_name;
 
 constexpr int64_t kTokens = 16384;  // B * N
 constexpr int64_t kHidden = 2048;   // H * d
 constexpr int kSets = 2;            // input sets rotated between timed calls
 constexpr int kRefRows = 1024;      // rows of head (0, 0) checked against fp64
 
-// ---------------------------------------------------------------- random inputs
-
-__device__ uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-// Standard normal values (Box-Muller on a counter-based hash).
-template <class T>
-__global__ void fill_normal(T* x, int64_t n, uint64_t seed) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    const uint64_t h = splitmix64(seed * 0x100000001B3ull + uint64_t(i));
-    const float u1 = (float((h >> 11) & ((1ull << 24) - 1)) + 0.5f) / float(1 << 24);
-    const float u2 = float(h >> 40) / float(1 << 24);
-    x[i] = T(sqrtf(-2.0f * logf(u1)) * cosf(6.2831853f * u2));
-  }
-}
-
-struct DeviceBuffer {
-  void* p = nullptr;
-  size_t bytes = 0;
-  explicit DeviceBuffer(size_t n) : bytes(n) {
-    check_cuda(cudaMalloc(&p, std::max<size_t>(n, 256)), "cudaMalloc");
-  }
-  ~DeviceBuffer() {
-    if (p != nullptr) cudaFree(p);
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-};
-
 // ---------------------------------------------------------------- options and rows
 
 enum class Kind { lab4, lab5, standard };
-enum class Dt { bf16, fp32 };
-
-const char* dt_name(Dt t) { return t == Dt::bf16 ? "bf16" : "fp32"; }
-size_t dt_bytes(Dt t) { return t == Dt::bf16 ? 2 : 4; }
 
 struct Impl {
   std::string name;
@@ -170,7 +133,7 @@ std::string csv_safe(std::string s) {
 
 struct Row {
   std::string impl;
-  Dt dtype;
+  DType dtype;
   int d, causal, N, B, H;
   double ms = NAN, tflops = NAN;
   size_t peak_mem = 0, measured_mem = 0;
@@ -190,12 +153,12 @@ void write_header() {
 
 void emit(const Row& r) {
   std::fprintf(g_csv, "%s,%s,%d,%d,%d,%d,%d,%.6g,%.6g,%zu,%s,%.6g,%zu,%d\n", r.impl.c_str(),
-               dt_name(r.dtype), r.d, r.causal, r.N, r.B, r.H, r.ms, r.tflops, r.peak_mem,
+               dtype_name(r.dtype), r.d, r.causal, r.N, r.B, r.H, r.ms, r.tflops, r.peak_mem,
                csv_safe(r.status).c_str(), r.max_abs_err, r.measured_mem, r.reps);
   std::fflush(g_csv);
   std::printf("%-16s %s d=%3d causal=%d N=%5d B=%2d H=%2d  %9.3f ms %7.1f TFLOP/s  mem %7.3f GiB"
               " (measured %7.3f)  err %.2e  reps %2d  %s\n",
-              r.impl.c_str(), dt_name(r.dtype), r.d, r.causal, r.N, r.B, r.H, r.ms, r.tflops,
+              r.impl.c_str(), dtype_name(r.dtype), r.d, r.causal, r.N, r.B, r.H, r.ms, r.tflops,
               double(r.peak_mem) / (1 << 30), double(r.measured_mem) / (1 << 30), r.max_abs_err,
               r.reps, r.status.c_str());
   std::fflush(stdout);
@@ -237,53 +200,50 @@ struct Bench {
     for (auto& e : events) check_cuda(cudaEventCreate(&e), "cudaEventCreate");
   }
 
-  void fill_inputs(Dt t) {
+  void fill_inputs(DType t) {
     const int64_t n = kTokens * kHidden;
     for (int s = 0; s < kSets; ++s) {
-      uint64_t seed = opt.seed * 1000 + 10 * s + (t == Dt::fp32 ? 500 : 0);
+      uint64_t seed = opt.seed * 1000 + 10 * s + (t == DType::fp32 ? 500 : 0);
       for (DeviceBuffer* b : {q[s].get(), k[s].get(), v[s].get()}) {
-        if (t == Dt::bf16)
-          fill_normal<__nv_bfloat16><<<1024, 256, 0, stream>>>(
-              static_cast<__nv_bfloat16*>(b->p), n, ++seed);
+        if (t == DType::bf16)
+          course::fill_normal(b->as<__nv_bfloat16>(), n, ++seed, stream);
         else
-          fill_normal<float><<<1024, 256, 0, stream>>>(static_cast<float*>(b->p), n, ++seed);
-        check_cuda(cudaGetLastError(), "fill_normal");
+          course::fill_normal(b->as<float>(), n, ++seed, stream);
       }
     }
     check_cuda(cudaStreamSynchronize(stream), "fill inputs");
   }
 
   // fp64 O of the last R query rows of head (0, 0) of input set 0, on the host.
-  std::vector<double> reference(Dt t, int n, int d, bool causal) {
+  std::vector<double> reference(DType t, int n, int d, bool causal) {
     const int rows = std::min(n, kRefRows);
-    const size_t elem = dt_bytes(t);
-    const char* q0 = static_cast<const char*>(q[0]->p) + size_t(n - rows) * d * elem;
+    const size_t elem = dtype_bytes(t);
+    const char* q0 = static_cast<const char*>(q[0]->get()) + size_t(n - rows) * d * elem;
     course::reference::gpu::attention_fp64(
-        q0, k[0]->p, v[0]->p,
-        t == Dt::bf16 ? course::reference::gpu::InputType::bf16
-                      : course::reference::gpu::InputType::fp32,
-        1, 1, rows, n, d, causal, 0.0, static_cast<double*>(ref_o->p),
-        static_cast<double*>(ref_lse->p), stream);
+        q0, k[0]->get(), v[0]->get(),
+        t,
+        1, 1, rows, n, d, causal, 0.0, static_cast<double*>(ref_o->get()),
+        static_cast<double*>(ref_lse->get()), stream);
     std::vector<double> h(size_t(rows) * d);
-    check_cuda(cudaMemcpyAsync(h.data(), ref_o->p, h.size() * 8, cudaMemcpyDeviceToHost, stream),
+    check_cuda(cudaMemcpyAsync(h.data(), ref_o->get(), h.size() * 8, cudaMemcpyDeviceToHost, stream),
                "memcpy reference");
     check_cuda(cudaStreamSynchronize(stream), "reference");
     return h;
   }
 
   // max |O - ref| over the reference rows; NaN when any of them is not finite.
-  double max_abs_err(Dt t, int n, int d, const std::vector<double>& ref) {
+  double max_abs_err(DType t, int n, int d, const std::vector<double>& ref) {
     const int rows = std::min(n, kRefRows);
     const size_t count = size_t(rows) * d;
     const size_t offset = size_t(n - rows) * d;
     std::vector<float> h(count);
-    if (t == Dt::fp32) {
-      check_cuda(cudaMemcpy(h.data(), static_cast<float*>(o->p) + offset, count * 4,
+    if (t == DType::fp32) {
+      check_cuda(cudaMemcpy(h.data(), static_cast<float*>(o->get()) + offset, count * 4,
                             cudaMemcpyDeviceToHost),
                  "memcpy O");
     } else {
       std::vector<uint16_t> bits(count);
-      check_cuda(cudaMemcpy(bits.data(), static_cast<uint16_t*>(o->p) + offset, count * 2,
+      check_cuda(cudaMemcpy(bits.data(), static_cast<uint16_t*>(o->get()) + offset, count * 2,
                             cudaMemcpyDeviceToHost),
                  "memcpy O");
       for (size_t i = 0; i < count; ++i) {
@@ -307,13 +267,13 @@ struct Bench {
   }
 
   // One (impl, config) row: memory + correctness call, warm-up, timed reps.
-  void measure(Row& r, Dt t, const Call& call, size_t workspace_bytes,
+  void measure(Row& r, DType t, const Call& call, size_t workspace_bytes,
                const std::vector<double>& ref) {
     const size_t elems = size_t(kTokens) * kHidden;
-    const size_t io_bytes = 4 * elems * dt_bytes(t) + size_t(r.B) * r.H * r.N * 4;
+    const size_t io_bytes = 4 * elems * dtype_bytes(t) + size_t(r.B) * r.H * r.N * 4;
     r.peak_mem = io_bytes + workspace_bytes;
     // Call 1: poisoned output, memory measured around it, checked against fp64.
-    check_cuda(cudaMemsetAsync(o->p, 0xFF, elems * dt_bytes(t), stream), "poison O");
+    check_cuda(cudaMemsetAsync(o->get(), 0xFF, elems * dtype_bytes(t), stream), "poison O");
     check_cuda(cudaStreamSynchronize(stream), "poison O");
     check_cuda(cudaDeviceSynchronize(), "sync");
     size_t free0 = 0, free1 = 0, total = 0;
@@ -329,7 +289,7 @@ struct Bench {
     check_cuda(cudaMemGetInfo(&free1, &total), "cudaMemGetInfo");
     r.measured_mem = io_bytes + (free0 > free1 ? free0 - free1 : 0);
     r.max_abs_err = max_abs_err(t, r.N, r.d, ref);
-    const double band = t == Dt::fp32 ? 1e-3 : 5e-2;
+    const double band = t == DType::fp32 ? 1e-3 : 5e-2;
     if (std::isnan(r.max_abs_err))
       r.status = "nonfinite";
     else if (r.max_abs_err > band)
@@ -355,9 +315,9 @@ struct Bench {
     r.tflops = flop / (r.ms * 1e-3) / 1e12;
   }
 
-  Call make_call(const Impl& impl, Dt t, const course::lab4::AttentionShape& shape, bool causal) {
-    void* O = o->p;
-    float* L = static_cast<float*>(lse->p);
+  Call make_call(const Impl& impl, DType t, const course::AttentionShape& shape, bool causal) {
+    void* O = o->get();
+    float* L = static_cast<float*>(lse->get());
     switch (impl.kind) {
       case Kind::lab4:
         return [this, O, L, causal, t, shape, impl](int s) {
@@ -365,8 +325,8 @@ struct Bench {
           fo.causal = causal;
           fo.stream = stream;
           course::lab4::flash_attention_forward(
-              q[s]->p, k[s]->p, v[s]->p, O, L,
-              t == Dt::bf16 ? course::lab4::DType::bf16 : course::lab4::DType::fp32, shape, fo);
+              q[s]->get(), k[s]->get(), v[s]->get(), O, L,
+              t, shape, fo);
           return true;
         };
       case Kind::standard:
@@ -375,8 +335,8 @@ struct Bench {
           fo.causal = causal;
           fo.stream = stream;
           const cudaError_t e = standard->forward(
-              q[s]->p, k[s]->p, v[s]->p, O, L,
-              t == Dt::bf16 ? course::lab4::DType::bf16 : course::lab4::DType::fp32, shape, fo);
+              q[s]->get(), k[s]->get(), v[s]->get(), O, L,
+              t, shape, fo);
           if (e == cudaErrorMemoryAllocation) return false;
           check_cuda(e, "StandardAttention::forward");
           return true;
@@ -388,8 +348,8 @@ struct Bench {
           fo.causal = causal;
           fo.stream = stream;
           fo.version = kLab5Versions[impl.version];
-          course::lab5::flash_attention_forward(q[s]->p, k[s]->p, v[s]->p, O, L,
-                                                course::lab5::DType::bf16, shape, fo);
+          course::lab5::flash_attention_forward(q[s]->get(), k[s]->get(), v[s]->get(), O, L,
+                                                DType::bf16, shape, fo);
           return true;
         };
 #else
@@ -403,10 +363,10 @@ struct Bench {
     const std::vector<int> ns = opt.quick ? std::vector<int>{512, 2048}
                                           : std::vector<int>{512, 1024, 2048, 4096, 8192, 16384};
     for (const std::string& dname : opt.dtypes) {
-      const Dt t = dname == "fp32" ? Dt::fp32 : Dt::bf16;
+      const DType t = dname == "fp32" ? DType::fp32 : DType::bf16;
       std::vector<const Impl*> todo;
       for (const Impl& im : impls)
-        if (t == Dt::bf16 || im.kind != Kind::lab5) todo.push_back(&im);
+        if (t == DType::bf16 || im.kind != Kind::lab5) todo.push_back(&im);
       if (todo.empty()) continue;
       bool inputs_ok = false;
       std::string input_error;
@@ -422,7 +382,7 @@ struct Bench {
       for (int d : {64, 128})
         for (bool causal : {false, true})
           for (int n : ns) {
-            const course::lab4::AttentionShape shape{int(kTokens / n), int(kHidden / d), n, n, d};
+            const course::AttentionShape shape{int(kTokens / n), int(kHidden / d), n, n, d};
             std::vector<double> ref;
             std::string ref_error;
             if (inputs_ok && !context_lost && elapsed_s() < opt.budget_s) {
@@ -449,8 +409,7 @@ struct Bench {
                   if (im->kind == Kind::standard) {
                     standard->release();  // so that the first call allocates S and is measured
                     ws = course::reference::gpu::StandardAttention::score_bytes(
-                        shape, t == Dt::bf16 ? course::lab4::DType::bf16
-                                             : course::lab4::DType::fp32);
+                        shape, t);
                   }
                   measure(r, t, make_call(*im, t, shape, causal), ws, ref);
                 } catch (const std::exception& e) {

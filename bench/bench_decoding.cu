@@ -46,38 +46,11 @@
 
 namespace {
 
-void check_cuda(cudaError_t status, const char* call) {
-  if (status != cudaSuccess) throw std::runtime_error(std::string(call) + " failed: " + cudaGetErrorString(status));
-}
+using course::check_cuda;
+using course::DeviceBuffer;
 
 constexpr int kD = 128;
 constexpr int kHeads = 32;
-
-__device__ uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-// Standard normal values (Box-Muller on a counter-based hash): never zeros.
-template <class T>
-__global__ void fill_normal(T* x, int64_t n, uint64_t seed) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    const uint64_t h = splitmix64(seed * 0x100000001B3ull + uint64_t(i));
-    const float u1 = (float((h >> 11) & ((1ull << 24) - 1)) + 0.5f) / float(1 << 24);
-    const float u2 = float(h >> 40) / float(1 << 24);
-    x[i] = T(sqrtf(-2.0f * logf(u1)) * cosf(6.2831853f * u2));
-  }
-}
-
-struct Buffer {
-  void* p = nullptr;
-  explicit Buffer(size_t bytes) { check_cuda(cudaMalloc(&p, std::max<size_t>(bytes, 256)), "cudaMalloc"); }
-  ~Buffer() { cudaFree(p); }
-  Buffer(const Buffer&) = delete;
-  Buffer& operator=(const Buffer&) = delete;
-};
 
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
@@ -118,9 +91,9 @@ float time_ms(const std::function<void()>& call, cudaStream_t stream, int reps) 
 // Device-to-device copy bandwidth, bytes read + written per second, in GB/s.
 double copy_gbps(cudaStream_t stream) {
   const size_t bytes = size_t(4) << 30;
-  Buffer a(bytes), b(bytes);
-  check_cuda(cudaMemsetAsync(a.p, 1, bytes, stream), "memset");
-  auto call = [&] { check_cuda(cudaMemcpyAsync(b.p, a.p, bytes, cudaMemcpyDeviceToDevice, stream), "copy"); };
+  DeviceBuffer a(bytes), b(bytes);
+  check_cuda(cudaMemsetAsync(a.get(), 1, bytes, stream), "memset");
+  auto call = [&] { check_cuda(cudaMemcpyAsync(b.get(), a.get(), bytes, cudaMemcpyDeviceToDevice, stream), "copy"); };
   call();
   const float ms = time_ms(call, stream, 10);
   return 2.0 * double(bytes) / (ms * 1e-3) / 1e9;
@@ -207,62 +180,61 @@ int main(int argc, char** argv) {
           else if (kv_bytes > free_b * 6 / 10) status = "skipped:K and V do not fit";
           if (status == "ok") {
             try {
-              Buffer q(size_t(bh) * kD * elem), k(kv_elems * elem), v(kv_elems * elem), o(size_t(bh) * kD * elem),
+              DeviceBuffer q(size_t(bh) * kD * elem), k(kv_elems * elem), v(kv_elems * elem), o(size_t(bh) * kD * elem),
                   lse(size_t(bh) * 4), o64(size_t(kD) * 8), lse64(8);
               uint64_t seed = 7;
-              for (Buffer* b : {&q, &k, &v}) {
+              for (DeviceBuffer* b : {&q, &k, &v}) {
                 const int64_t n = int64_t(b == &q ? size_t(bh) * kD : kv_elems);
-                if (bf16) fill_normal<__nv_bfloat16><<<2048, 256, 0, stream>>>(static_cast<__nv_bfloat16*>(b->p), n, ++seed);
-                else fill_normal<float><<<2048, 256, 0, stream>>>(static_cast<float*>(b->p), n, ++seed);
-                check_cuda(cudaGetLastError(), "fill_normal");
+                if (bf16) course::fill_normal(static_cast<__nv_bfloat16*>(b->get()), n, ++seed, stream);
+                else course::fill_normal(static_cast<float*>(b->get()), n, ++seed, stream);
               }
-              const course::lab6::DType dt = bf16 ? course::lab6::DType::bf16 : course::lab6::DType::fp32;
+              const course::DType dt = bf16 ? course::DType::bf16 : course::DType::fp32;
               const course::lab6::DecodeShape shape{B, H, 1, nk, kD};
               std::function<void()> call;
-              std::unique_ptr<Buffer> workspace;
+              std::unique_ptr<DeviceBuffer> workspace;
               if (impl == "lab6") {
                 int sms = 0, dev = 0;
                 check_cuda(cudaGetDevice(&dev), "cudaGetDevice");
                 check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "SM count");
                 splits = course::lab6::choose_num_splits(shape, dt, sms);
                 const size_t ws = course::lab6::split_kv_workspace_bytes(shape, dt, splits);
-                workspace = std::make_unique<Buffer>(ws);
+                workspace = std::make_unique<DeviceBuffer>(ws);
                 call = [&, ws] {
                   course::lab6::DecodeOptions opt;
                   opt.num_splits = splits;
-                  opt.workspace = workspace->p;
+                  opt.workspace = workspace->get();
                   opt.workspace_bytes = ws;
                   opt.stream = stream;
-                  course::lab6::split_kv_forward(q.p, k.p, v.p, o.p, static_cast<float*>(lse.p), dt, shape, opt);
+                  course::lab6::split_kv_forward(q.get(), k.get(), v.get(), o.get(), static_cast<float*>(lse.get()), dt, shape, opt);
                 };
               } else {
 #if COURSE_HAVE_LAB5
                 call = [&] {
                   course::lab5::ForwardOptions opt;
                   opt.stream = stream;
-                  course::lab5::flash_attention_forward(q.p, k.p, v.p, o.p, static_cast<float*>(lse.p),
-                                                        course::lab5::DType::bf16, {B, H, 1, nk, kD}, opt);
+                  course::lab5::flash_attention_forward(q.get(), k.get(), v.get(), o.get(), static_cast<float*>(lse.get()),
+                                                        course::DType::bf16, {B, H, 1, nk, kD}, opt);
                 };
 #endif
               }
               // Call 1, checked against fp64 on head (0, 0).
               call();
               course::reference::gpu::attention_fp64(
-                  q.p, k.p, v.p, bf16 ? course::reference::gpu::InputType::bf16 : course::reference::gpu::InputType::fp32,
-                  1, 1, 1, nk, kD, false, 0.0, static_cast<double*>(o64.p), static_cast<double*>(lse64.p), stream);
+                  q.get(), k.get(), v.get(), dt,
+                  1, 1, 1, nk, kD, false, 0.0, static_cast<double*>(o64.get()), static_cast<double*>(lse64.get()), stream);
               check_cuda(cudaStreamSynchronize(stream), "first call");
               std::vector<double> ref(kD);
-              check_cuda(cudaMemcpy(ref.data(), o64.p, kD * 8, cudaMemcpyDeviceToHost), "memcpy");
+              check_cuda(cudaMemcpy(ref.data(), o64.get(), kD * 8, cudaMemcpyDeviceToHost), "memcpy");
               std::vector<float> got(kD);
               if (bf16) {
                 std::vector<uint16_t> bits(kD);
-                check_cuda(cudaMemcpy(bits.data(), o.p, kD * 2, cudaMemcpyDeviceToHost), "memcpy");
+                check_cuda(cudaMemcpy(bits.data(), o.get(), kD * 2, cudaMemcpyDeviceToHost), "memcpy");
                 for (int c = 0; c < kD; ++c) {
                   const uint32_t w = uint32_t(bits[c]) << 16;
                   std::memcpy(&got[c], &w, 4);
                 }
               } else {
-                check_cuda(cudaMemcpy(got.data(), o.p, kD * 4, cudaMemcpyDeviceToHost), "memcpy");
+                check_cuda(cudaMemcpy(got.data(), o.get(), kD * 4, cudaMemcpyDeviceToHost), "memcpy");
               }
               err = 0;
               for (int c = 0; c < kD; ++c) err = std::isfinite(got[c]) ? std::max(err, std::fabs(got[c] - ref[c])) : NAN;

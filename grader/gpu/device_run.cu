@@ -1,5 +1,8 @@
 #include "device_run.hpp"
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -8,7 +11,8 @@ namespace gpu_lab {
 
 namespace {
 
-using gpu_buffer::DeviceBuffer;
+using course::check_cuda;
+using course::DeviceBuffer;
 
 // Spins one thread for `ns` nanoseconds of GPU time: keeps the legacy default stream busy.
 __global__ void spin_kernel(unsigned long long ns) {
@@ -66,7 +70,7 @@ class GuardedBuffer {
 
 Result run_kernel(const gpu_wire::KernelCall& c, const std::vector<std::uint8_t>& q,
                   const std::vector<std::uint8_t>& k, const std::vector<std::uint8_t>& v, const Launch& launch) {
-  const std::size_t o_bytes = c.o_elements() * gpu_wire::bytes_per_element(c.dtype);
+  const std::size_t o_bytes = c.o_elements() * course::dtype_bytes(c.dtype);
   // O and LSE start as NaN like their guard zones: an element the kernel never writes stays NaN.
   GuardedBuffer dq(q.size()), dk(k.size()), dv(v.size()), dout(o_bytes), dlse(c.lse_elements() * 4);
   dq.upload(q);
@@ -126,6 +130,16 @@ double median_ms(const std::function<void()>& launch, int warmup, int repeats) {
   cudaEventDestroy(stop);
   std::nth_element(times.begin(), times.begin() + long(times.size() / 2), times.end());
   return times[times.size() / 2];
+}
+
+void fill_normal(void* x, std::size_t count, course::DType type, std::uint64_t seed) {
+  const auto n = static_cast<std::int64_t>(count);
+  switch (type) {
+    case course::DType::fp32: course::fill_normal(static_cast<float*>(x), n, seed); break;
+    case course::DType::bf16: course::fill_normal(static_cast<__nv_bfloat16*>(x), n, seed); break;
+    case course::DType::fp16: course::fill_normal(static_cast<__half*>(x), n, seed); break;
+  }
+  check_cuda(cudaDeviceSynchronize(), "fill_normal");
 }
 
 }  // namespace gpu_lab

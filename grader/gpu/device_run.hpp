@@ -16,7 +16,7 @@
 #include <functional>
 #include <vector>
 
-#include "device_buffer.hpp"
+#include "course/gpu.hpp"
 #include "gpu_wire.hpp"
 
 namespace gpu_lab {
@@ -42,7 +42,9 @@ void call_with_dummy_buffers(const std::function<void(void* buffer)>& launch);
 // The median of `repeats` timed launches (CUDA events) after `warmup` untimed ones, in ms.
 double median_ms(const std::function<void()>& launch, int warmup = 3, int repeats = 20);
 
-using gpu_buffer::check_cuda;
+// Fills `count` elements of `type` in device memory with standard normal values drawn from
+// `seed` (course::fill_normal), and waits for it: inputs for timing a kernel.
+void fill_normal(void* x, std::size_t count, course::DType type, std::uint64_t seed);
 
 // A run's results on the wire, as the grader reads them (gpu_harness.cpp, run_lab): O's bits,
 // the LSE's bytes, whether the inputs were left unchanged, and whether the kernel wrote only O and

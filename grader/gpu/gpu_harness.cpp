@@ -10,7 +10,7 @@
 
 #include "attention_fp64.hpp"
 #include "compare.hpp"
-#include "device_buffer.hpp"
+#include "course/gpu.hpp"
 #include "lab_process.hpp"
 #include "reference/reference.hpp"
 #include "standard_attention.hpp"
@@ -19,25 +19,27 @@ namespace gpu_grading {
 
 namespace {
 
-using gpu_buffer::check_cuda;
-using gpu_buffer::DeviceBuffer;
+using course::check_cuda;
+using course::DeviceBuffer;
+using course::dtype_bytes;
+using course::dtype_name;
 
 // The value a double becomes when stored in the dtype, and its bits.
-double round_to(Storage s, double x) {
+double round_to(DType s, double x) {
   switch (s) {
-    case Storage::fp32: return double(float(x));
-    case Storage::bf16: return double(float(Eigen::bfloat16(float(x))));
-    case Storage::fp16: return double(float(Eigen::half(float(x))));
+    case DType::fp32: return double(float(x));
+    case DType::bf16: return double(float(Eigen::bfloat16(float(x))));
+    case DType::fp16: return double(float(Eigen::half(float(x))));
   }
   return x;
 }
-void append_bits(Storage s, double rounded, std::vector<std::uint8_t>& out) {
+void append_bits(DType s, double rounded, std::vector<std::uint8_t>& out) {
   const std::size_t at = out.size();
-  out.resize(at + bytes_per_element(s));
-  if (s == Storage::fp32) {
+  out.resize(at + dtype_bytes(s));
+  if (s == DType::fp32) {
     const float f = float(rounded);
     std::memcpy(out.data() + at, &f, 4);
-  } else if (s == Storage::bf16) {
+  } else if (s == DType::bf16) {
     const Eigen::bfloat16 b{static_cast<float>(rounded)};
     std::memcpy(out.data() + at, &b, 2);
   } else {
@@ -45,13 +47,13 @@ void append_bits(Storage s, double rounded, std::vector<std::uint8_t>& out) {
     std::memcpy(out.data() + at, &h, 2);
   }
 }
-double from_bits(Storage s, const std::uint8_t* p) {
-  if (s == Storage::fp32) {
+double from_bits(DType s, const std::uint8_t* p) {
+  if (s == DType::fp32) {
     float f;
     std::memcpy(&f, p, 4);
     return f;
   }
-  if (s == Storage::bf16) {
+  if (s == DType::bf16) {
     Eigen::bfloat16 b;
     std::memcpy(&b, p, 2);
     return double(float(b));
@@ -61,10 +63,10 @@ double from_bits(Storage s, const std::uint8_t* p) {
   return double(float(h));
 }
 
-std::vector<double> to_doubles(Storage s, const std::vector<std::uint8_t>& bytes) {
-  const std::size_t n = bytes.size() / bytes_per_element(s);
+std::vector<double> to_doubles(DType s, const std::vector<std::uint8_t>& bytes) {
+  const std::size_t n = bytes.size() / dtype_bytes(s);
   std::vector<double> out(n);
-  for (std::size_t i = 0; i < n; ++i) out[i] = from_bits(s, bytes.data() + i * bytes_per_element(s));
+  for (std::size_t i = 0; i < n; ++i) out[i] = from_bits(s, bytes.data() + i * dtype_bytes(s));
   return out;
 }
 
@@ -124,13 +126,13 @@ Reference cpu_reference(const Config& c, const Inputs& in) {
                           v = head(in.v, c, c.Nk, bh);
     put_head(reference::attention<double>(q, k, v, c.scale_value(), c.causal), c, bh, ref.exact);
     switch (c.dtype) {
-      case Storage::fp32:
+      case DType::fp32:
         put_head(reference::plain_attention<float>(q, k, v, c.scale_value(), c.causal), c, bh, ref.plain);
         break;
-      case Storage::bf16:
+      case DType::bf16:
         put_head(reference::plain_attention<Eigen::bfloat16>(q, k, v, c.scale_value(), c.causal), c, bh, ref.plain);
         break;
-      case Storage::fp16:
+      case DType::fp16:
         put_head(reference::plain_attention<Eigen::half>(q, k, v, c.scale_value(), c.causal), c, bh, ref.plain);
         break;
     }
@@ -139,16 +141,14 @@ Reference cpu_reference(const Config& c, const Inputs& in) {
 }
 
 Reference gpu_reference(const Config& c, const Inputs& in) {
-  if (c.dtype == Storage::fp16)
+  if (c.dtype == DType::fp16)
     throw std::invalid_argument("the GPU reference path takes fp32 or bf16 inputs; grade fp16 at CPU sizes");
-  const auto type = c.dtype == Storage::fp32 ? course::reference::gpu::InputType::fp32
-                                             : course::reference::gpu::InputType::bf16;
   DeviceBuffer q(in.q_bytes.size()), k(in.k_bytes.size()), v(in.v_bytes.size());
   q.upload(in.q_bytes);
   k.upload(in.k_bytes);
   v.upload(in.v_bytes);
   DeviceBuffer o64(count_o(c) * 8), lse64(count_lse(c) * 8);
-  course::reference::gpu::attention_fp64(q.get(), k.get(), v.get(), type, c.B, c.H, c.Nq, c.Nk, c.d,
+  course::reference::gpu::attention_fp64(q.get(), k.get(), v.get(), c.dtype, c.B, c.H, c.Nq, c.Nk, c.d,
                                          c.causal, c.scale_value(), static_cast<double*>(o64.get()),
                                          static_cast<double*>(lse64.get()));
   check_cuda(cudaDeviceSynchronize(), "GPU fp64 reference");
@@ -162,13 +162,12 @@ Reference gpu_reference(const Config& c, const Inputs& in) {
   ref.exact.lse = as_doubles(lse64.download());
 
   // The same-dtype plain implementation: standard attention with S and P in the dtype.
-  const course::lab4::DType dt = c.dtype == Storage::fp32 ? course::lab4::DType::fp32 : course::lab4::DType::bf16;
-  DeviceBuffer o(count_o(c) * bytes_per_element(c.dtype)), lse(count_lse(c) * 4);
+  DeviceBuffer o(count_o(c) * dtype_bytes(c.dtype)), lse(count_lse(c) * 4);
   course::reference::gpu::StandardAttention standard;
   course::lab4::ForwardOptions opt;
   opt.causal = c.causal;
   opt.scale = c.scale;
-  const cudaError_t st = standard.forward(q.get(), k.get(), v.get(), o.get(), static_cast<float*>(lse.get()), dt,
+  const cudaError_t st = standard.forward(q.get(), k.get(), v.get(), o.get(), static_cast<float*>(lse.get()), c.dtype,
                                           {c.B, c.H, c.Nq, c.Nk, c.d}, opt);
   check_cuda(st, "standard attention (the plain baseline)");
   check_cuda(cudaDeviceSynchronize(), "standard attention (the plain baseline)");
@@ -184,16 +183,6 @@ Reference gpu_reference(const Config& c, const Inputs& in) {
 }
 
 }  // namespace
-
-const char* name(Storage s) {
-  switch (s) {
-    case Storage::fp32: return "fp32";
-    case Storage::bf16: return "bf16";
-    case Storage::fp16: return "fp16";
-  }
-  return "?";
-}
-
 
 void require_device() {
   static const std::string why = [] {
@@ -216,7 +205,7 @@ gpu_wire::KernelCall Config::call() const {
 double Config::scale_value() const { return scale != 0.0f ? double(scale) : 1.0 / std::sqrt(double(d)); }
 
 std::string Config::describe() const {
-  return std::string(name(dtype)) + " B=" + std::to_string(B) + " H=" + std::to_string(H) +
+  return std::string(dtype_name(dtype)) + " B=" + std::to_string(B) + " H=" + std::to_string(H) +
          " Nq=" + std::to_string(Nq) + " Nk=" + std::to_string(Nk) + " d=" + std::to_string(d) +
          (causal ? " causal" : " non-causal") +
          (scale != 0.0f ? " scale=" + std::to_string(scale) : std::string(" scale=1/sqrt(d)")) + " " +
@@ -248,7 +237,7 @@ Outputs run_lab(const Config& c, const Inputs& in) {
   gpu_wire::put_bytes(args, in.q_bytes);
   gpu_wire::put_bytes(args, in.k_bytes);
   gpu_wire::put_bytes(args, in.v_bytes);
-  auto reply = isolation::lab().call(std::string("forward/") + name(c.dtype), args);
+  auto reply = isolation::lab().call(std::string("forward/") + dtype_name(c.dtype), args);
   const auto o_bytes = gpu_wire::get_bytes(reply.results);
   const auto lse_bytes = gpu_wire::get_bytes(reply.results);
   Outputs out;
@@ -256,7 +245,7 @@ Outputs run_lab(const Config& c, const Inputs& in) {
   if (reply.results.get<std::uint8_t>() == 0)
     throw std::runtime_error("the kernel wrote outside O and LSE (into the guard zone around a buffer: " +
                              c.describe() + ")");
-  if (o_bytes.size() != count_o(c) * bytes_per_element(c.dtype) || lse_bytes.size() != count_lse(c) * 4)
+  if (o_bytes.size() != count_o(c) * dtype_bytes(c.dtype) || lse_bytes.size() != count_lse(c) * 4)
     throw isolation::LabFailure("the lab process returned outputs of the wrong size");
   out.O = to_doubles(c.dtype, o_bytes);
   out.lse.resize(count_lse(c));
@@ -296,7 +285,7 @@ double score_bound(const Config& c, const Inputs& in) {
 
 Reference reference_for(const Config& c, const Inputs& in) {
   const double work = double(c.B) * c.H * c.Nq * c.Nk * c.d;
-  Reference ref = (work <= 4e7 || c.dtype == Storage::fp16) ? cpu_reference(c, in) : gpu_reference(c, in);
+  Reference ref = (work <= 4e7 || c.dtype == DType::fp16) ? cpu_reference(c, in) : gpu_reference(c, in);
   ref.score_max = score_bound(c, in);
   for (double v : in.v) ref.value_max = std::max(ref.value_max, std::abs(v));
   return ref;
@@ -305,7 +294,7 @@ Reference reference_for(const Config& c, const Inputs& in) {
 bool expect_matches(const Config& c, const Outputs& got, const Reference& ref, const std::string& what,
                     std::uint64_t seed) {
   const grading::Shape o_shape = {c.B, c.H, c.Nq, c.d}, lse_shape = {c.B, c.H, c.Nq};
-  const std::string dtype = name(c.dtype);
+  const std::string dtype = dtype_name(c.dtype);
   auto max_abs_finite = [](const std::vector<double>& x) {
     double m = 0;
     for (double v : x)
@@ -328,10 +317,10 @@ bool expect_matches(const Config& c, const Outputs& got, const Reference& ref, c
   return o_ok && lse_ok;
 }
 
-std::vector<Config> numerics_configs(const std::vector<Storage>& dtypes,
+std::vector<Config> numerics_configs(const std::vector<DType>& dtypes,
                                      const std::vector<reference::Distribution>& dists) {
   std::vector<Config> out;
-  for (Storage dtype : dtypes)
+  for (DType dtype : dtypes)
     for (auto dist : dists)
       for (auto [nq, nk] : {std::pair{64, 1}, std::pair{64, 3}, std::pair{100, 70}, std::pair{130, 129}})
         for (bool causal : {false, true}) {
@@ -364,7 +353,7 @@ bool check_config(const Config& c, const std::string& what, std::uint64_t seed) 
 
 void check_deterministic(const Config& c, const std::string& what, const std::vector<std::uint64_t>& seeds) {
   for (const std::uint64_t seed : seeds) {
-    const grading::Case about{what, name(c.dtype), {c.B, c.H, c.Nq, c.d}, c.describe(), seed};
+    const grading::Case about{what, dtype_name(c.dtype), {c.B, c.H, c.Nq, c.d}, c.describe(), seed};
     const Inputs in = make_inputs(c, seed);
     const Outputs first = run_lab(c, in);
     const Outputs second = run_lab(c, in);

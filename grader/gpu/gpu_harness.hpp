@@ -21,16 +21,14 @@
 
 namespace gpu_grading {
 
-using gpu_wire::Storage;
-const char* name(Storage s);
-using gpu_wire::bytes_per_element;
+using course::DType;
 
 // Skips the current check (with the reason) when no CUDA device can be used.
 void require_device();
 
 struct Config {
   int B = 1, H = 1, Nq = 1, Nk = 1, d = 64;
-  Storage dtype = Storage::fp32;
+  DType dtype = DType::fp32;
   bool causal = false;
   float scale = 0.0f;  // 0: 1/sqrt(d)
   reference::Distribution dist = reference::Distribution::normal;
@@ -81,7 +79,7 @@ void call_with_bad_arguments(const Config& c, bool null_q);
 // The numerics checks' configurations: for each dtype and input distribution, few keys (1, 3:
 // with large scores, rows whose every score is far below zero) and partial tiles (70, 129),
 // causal and not; B = H = 2, d = 64.
-std::vector<Config> numerics_configs(const std::vector<Storage>& dtypes,
+std::vector<Config> numerics_configs(const std::vector<DType>& dtypes,
                                      const std::vector<reference::Distribution>& dists);
 
 // The whole numerical check of one configuration.

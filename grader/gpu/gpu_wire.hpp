@@ -6,17 +6,14 @@
 #include <cstdint>
 #include <vector>
 
+#include "course/gpu.hpp"
 #include "wire.hpp"
 
 namespace gpu_wire {
 
-enum class Storage : std::uint8_t { fp32, bf16, fp16 };
-
-inline std::size_t bytes_per_element(Storage s) { return s == Storage::fp32 ? 4 : 2; }
-
 struct KernelCall {
   int B = 1, H = 1, Nq = 1, Nk = 1, d = 64;
-  Storage dtype = Storage::fp32;
+  course::DType dtype = course::DType::fp32;
   bool causal = false;
   float scale = 0.0f;  // 0: 1/sqrt(d)
   int version = -1;    // lab 5's staircase step; -1: the shipped version
@@ -39,7 +36,7 @@ inline KernelCall get_call(isolation::Packet& p) {
   c.Nk = p.get<std::int32_t>();
   c.d = p.get<std::int32_t>();
   c.version = p.get<std::int32_t>();
-  c.dtype = p.get<Storage>();
+  c.dtype = p.get<course::DType>();
   c.causal = p.get<std::uint8_t>() != 0;
   c.scale = p.get<float>();
   return c;

@@ -13,7 +13,7 @@
 #include "gpu_harness.hpp"
 
 using gpu_grading::Config;
-using gpu_grading::Storage;
+using course::DType;
 
 namespace {
 
@@ -23,7 +23,7 @@ bool check(const Config& c, std::uint64_t seed = grading::seed()) {
 
 // Small shapes: N from 1 to 113 (1, 2, 3: fewer keys than a warp; 113: a partial tile), every
 // head dimension, causal and not, several heads.
-void small_shapes(Storage dtype) {
+void small_shapes(DType dtype) {
   for (int d : {32, 64, 128})
     for (int n : {1, 2, 3, 7, 64, 113})
       for (bool causal : {false, true}) {
@@ -44,12 +44,12 @@ const char* kSmallFp32 = "fp32: small shapes match the fp64 reference";
 
 TEST_CASE("fp32: small shapes match the fp64 reference" * grading::points(4)) {
   gpu_grading::require_device();
-  small_shapes(Storage::fp32);
+  small_shapes(DType::fp32);
 }
 
 TEST_CASE("bf16: small shapes within band" * grading::points(3)) {
   gpu_grading::require_device();
-  small_shapes(Storage::bf16);
+  small_shapes(DType::bf16);
 }
 
 TEST_CASE("causal: bottom-right alignment with Nq != Nk, rows with no key" * grading::points(3)) {
@@ -57,7 +57,7 @@ TEST_CASE("causal: bottom-right alignment with Nq != Nk, rows with no key" * gra
   // Nq > Nk leaves the first Nq - Nk query rows with no key: O = 0, LSE = -inf.
   for (auto [nq, nk] : {std::pair{113, 1}, std::pair{1, 113}, std::pair{64, 200}, std::pair{200, 64},
                         std::pair{7, 3}, std::pair{65, 130}})
-    for (Storage dtype : {Storage::fp32, Storage::bf16}) {
+    for (DType dtype : {DType::fp32, DType::bf16}) {
       Config c;
       c.B = 1;
       c.H = 2;
@@ -87,7 +87,7 @@ TEST_CASE("every output element is written (NaN-poisoned outputs, N not a multip
 
 TEST_CASE("large shapes against the GPU fp64 reference" * grading::points(4)) {
   gpu_grading::require_device();
-  for (Storage dtype : {Storage::fp32, Storage::bf16})
+  for (DType dtype : {DType::fp32, DType::bf16})
     for (int d : {64, 128})
       for (bool causal : {false, true}) {
         Config c;
@@ -118,7 +118,7 @@ TEST_CASE("numerics: large logits, and rows whose scores are all far below zero"
   // ordinary values too. In fp32 there, folding log2(e) into Q rounds scores of ~1000 once more
   // than plain attention does; the fp32 band models that (grading::with_score_rounding).
   using reference::Distribution;
-  for (const Config& c : gpu_grading::numerics_configs({Storage::fp32, Storage::bf16},
+  for (const Config& c : gpu_grading::numerics_configs({DType::fp32, DType::bf16},
                                                        {Distribution::large_logits, Distribution::negative_rows}))
     check(c);
 }

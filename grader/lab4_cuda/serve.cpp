@@ -10,10 +10,6 @@ namespace {
 
 using isolation::Packet;
 
-course::lab4::DType dtype_of(gpu_wire::Storage s) {
-  return s == gpu_wire::Storage::fp32 ? course::lab4::DType::fp32 : course::lab4::DType::bf16;
-}
-
 void forward(Packet& args, Packet& out) {
   const gpu_wire::KernelCall c = gpu_wire::get_call(args);
   const auto q = gpu_wire::get_bytes(args), k = gpu_wire::get_bytes(args), v = gpu_wire::get_bytes(args);
@@ -23,7 +19,7 @@ void forward(Packet& args, Packet& out) {
     options.causal = c.causal;
     options.scale = c.scale;
     options.stream = stream;
-    course::lab4::flash_attention_forward(dq, dk, dv, o, lse, dtype_of(c.dtype), {c.B, c.H, c.Nq, c.Nk, c.d}, options);
+    course::lab4::flash_attention_forward(dq, dk, dv, o, lse, c.dtype, {c.B, c.H, c.Nq, c.Nk, c.d}, options);
   });
   gpu_lab::put_result(out, result);
 }
@@ -36,7 +32,7 @@ void bad_arguments(Packet& args, Packet&) {
   gpu_lab::call_with_dummy_buffers([&](void* buffer) {
     course::lab4::ForwardOptions options;
     course::lab4::flash_attention_forward(null_q ? nullptr : buffer, buffer, buffer, buffer, static_cast<float*>(buffer),
-                                          dtype_of(c.dtype), {c.B, c.H, c.Nq, c.Nk, c.d}, options);
+                                          c.dtype, {c.B, c.H, c.Nq, c.Nk, c.d}, options);
   });
 }
 

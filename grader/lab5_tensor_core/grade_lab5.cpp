@@ -19,7 +19,7 @@
 
 using course::lab5::Version;
 using gpu_grading::Config;
-using gpu_grading::Storage;
+using course::DType;
 
 namespace {
 
@@ -41,7 +41,7 @@ bool check(Config c, Version v = Version::best, std::uint64_t seed = grading::se
   return gpu_grading::check_config(c, std::string("flash_attention_forward[") + version_name(v) + "]", seed);
 }
 
-void small_shapes(Storage dtype, Version v = Version::best) {
+void small_shapes(DType dtype, Version v = Version::best) {
   for (int d : {64, 128})
     for (int n : {1, 7, 64, 113, 129})
       for (bool causal : {false, true}) {
@@ -100,19 +100,19 @@ const char* kBf16 = "best: bf16 small shapes within band";
 
 TEST_CASE("best: bf16 small shapes within band" * grading::points(3)) {
   gpu_grading::require_device();
-  small_shapes(Storage::bf16);
+  small_shapes(DType::bf16);
 }
 
 TEST_CASE("best: fp16 small shapes within band" * grading::points(3)) {
   gpu_grading::require_device();
-  small_shapes(Storage::fp16);
+  small_shapes(DType::fp16);
 }
 
 TEST_CASE("best: causal with Nq != Nk, rows with no key" * grading::points(3)) {
   gpu_grading::require_device();
   for (auto [nq, nk] : {std::pair{113, 1}, std::pair{1, 113}, std::pair{64, 200}, std::pair{300, 113},
                         std::pair{129, 65}})
-    for (Storage dtype : {Storage::bf16, Storage::fp16}) {
+    for (DType dtype : {DType::bf16, DType::fp16}) {
       Config c;
       c.B = 1;
       c.H = 2;
@@ -134,7 +134,7 @@ TEST_CASE("best: large shapes against the GPU fp64 reference" * grading::points(
       c.H = 4;
       c.Nq = c.Nk = 4096;
       c.d = d;
-      c.dtype = Storage::bf16;
+      c.dtype = DType::bf16;
       c.causal = causal;
       c.dist = reference::Distribution::outliers;
       check(c);
@@ -144,7 +144,7 @@ TEST_CASE("best: large shapes against the GPU fp64 reference" * grading::points(
   odd.H = 4;
   odd.Nq = odd.Nk = 3001;
   odd.d = 128;
-  odd.dtype = Storage::bf16;
+  odd.dtype = DType::bf16;
   odd.causal = true;
   check(odd);
 }
@@ -153,14 +153,14 @@ TEST_CASE("staircase: every version matches the reference" * grading::points(3))
   gpu_grading::require_device();
   for (Version v : {Version::mma_only, Version::ldmatrix, Version::swizzle, Version::pipelined, Version::register_p,
                     Version::exp2_fma, Version::lazy_rescale}) {
-    small_shapes(Storage::bf16, v);
+    small_shapes(DType::bf16, v);
     Config c;
     c.B = 1;
     c.H = 2;
     c.Nq = 1000;
     c.Nk = 1500;
     c.d = 128;
-    c.dtype = Storage::fp16;
+    c.dtype = DType::fp16;
     c.causal = true;
     check(c, v);
   }
@@ -174,7 +174,7 @@ TEST_CASE("numerics: large logits, and rows whose scores are all far below zero"
   // FA2 leaves P off by up to 2x before it is rounded to bf16 for the tensor cores, which
   // costs a correct kernel an ulp of O that one-shot attention does not lose.
   using reference::Distribution;
-  for (const Config& c : gpu_grading::numerics_configs({Storage::bf16, Storage::fp16},
+  for (const Config& c : gpu_grading::numerics_configs({DType::bf16, DType::fp16},
                                                        {Distribution::large_scores, Distribution::negative_rows}))
     check(c);
 }
@@ -186,7 +186,7 @@ TEST_CASE("best: deterministic and right for several seeds (no race)" * grading:
   c.H = 4;
   c.Nq = c.Nk = 1500;
   c.d = 64;
-  c.dtype = Storage::bf16;
+  c.dtype = DType::bf16;
   c.causal = true;
   const std::uint64_t s = grading::seed() * 1000;
   gpu_grading::check_deterministic(c, "flash_attention_forward[best]", {s, s + 1, s + 2});
@@ -194,7 +194,7 @@ TEST_CASE("best: deterministic and right for several seeds (no race)" * grading:
 
 TEST_CASE("bad input gets a clear error" * grading::points(1, kBf16)) {
   gpu_grading::require_device();
-  auto shape = [](int H, int d, Storage dtype) {
+  auto shape = [](int H, int d, DType dtype) {
     Config c;
     c.H = H;
     c.Nq = c.Nk = 16;
@@ -203,9 +203,9 @@ TEST_CASE("bad input gets a clear error" * grading::points(1, kBf16)) {
     return c;
   };
   // d = 32 is not supported by the tensor-core kernel; Q null; H = 0.
-  CHECK_THROWS_AS(gpu_grading::call_with_bad_arguments(shape(1, 32, Storage::bf16), false), course::BadInput);
-  CHECK_THROWS_AS(gpu_grading::call_with_bad_arguments(shape(1, 64, Storage::bf16), true), course::BadInput);
-  CHECK_THROWS_AS(gpu_grading::call_with_bad_arguments(shape(0, 64, Storage::fp16), false), course::BadInput);
+  CHECK_THROWS_AS(gpu_grading::call_with_bad_arguments(shape(1, 32, DType::bf16), false), course::BadInput);
+  CHECK_THROWS_AS(gpu_grading::call_with_bad_arguments(shape(1, 64, DType::bf16), true), course::BadInput);
+  CHECK_THROWS_AS(gpu_grading::call_with_bad_arguments(shape(0, 64, DType::fp16), false), course::BadInput);
 }
 
 TEST_CASE("speed: d=64 within 1.2x of the solution" * grading::points(4, kBf16)) {

@@ -38,7 +38,7 @@ inline DecodeCall get_decode(isolation::Packet& p) {
 }
 
 struct MergeCall {
-  gpu_wire::Storage dtype = gpu_wire::Storage::fp32;
+  course::DType dtype = course::DType::fp32;
   int rows = 1, num_splits = 1, d = 64;
 };
 
@@ -49,7 +49,7 @@ inline void put_merge(isolation::Packet& p, const MergeCall& c) {
 
 inline MergeCall get_merge(isolation::Packet& p) {
   MergeCall c;
-  c.dtype = p.get<gpu_wire::Storage>();
+  c.dtype = p.get<course::DType>();
   c.rows = p.get<std::int32_t>();
   c.num_splits = p.get<std::int32_t>();
   c.d = p.get<std::int32_t>();

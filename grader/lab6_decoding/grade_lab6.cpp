@@ -21,8 +21,8 @@
 #include "lab_process.hpp"
 #include "reference/reference.hpp"
 
+using course::DType;
 using gpu_grading::Config;
-using gpu_grading::Storage;
 
 namespace {
 
@@ -56,11 +56,11 @@ double bf16_bits_to_double(const std::uint8_t* p) {
   return f;
 }
 
-std::vector<double> o_to_doubles(Storage s, const std::vector<std::uint8_t>& bytes) {
-  const std::size_t n = bytes.size() / gpu_grading::bytes_per_element(s);
+std::vector<double> o_to_doubles(DType s, const std::vector<std::uint8_t>& bytes) {
+  const std::size_t n = bytes.size() / course::dtype_bytes(s);
   std::vector<double> out(n);
   for (std::size_t i = 0; i < n; ++i) {
-    if (s == Storage::fp32) {
+    if (s == DType::fp32) {
       float f;
       std::memcpy(&f, bytes.data() + 4 * i, 4);
       out[i] = f;
@@ -83,7 +83,7 @@ gpu_grading::Outputs run_decode(const Decode& t, const gpu_grading::Inputs& in) 
   gpu_wire::put_bytes(args, in.q_bytes);
   gpu_wire::put_bytes(args, in.k_bytes);
   gpu_wire::put_bytes(args, in.v_bytes);
-  auto reply = isolation::lab().call(std::string("decode/") + gpu_grading::name(t.c.dtype), args);
+  auto reply = isolation::lab().call(std::string("decode/") + course::dtype_name(t.c.dtype), args);
   const auto o_bytes = gpu_wire::get_bytes(reply.results);
   const auto lse_bytes = gpu_wire::get_bytes(reply.results);
   gpu_grading::Outputs out;
@@ -92,7 +92,7 @@ gpu_grading::Outputs run_decode(const Decode& t, const gpu_grading::Inputs& in) 
     throw std::runtime_error("the kernel wrote outside O and LSE (into the guard zone around a buffer: " +
                              t.c.describe() + ", " + t.describe() + ")");
   const std::size_t rows = std::size_t(t.c.B) * t.c.H * t.c.Nq;
-  if (o_bytes.size() != rows * t.c.d * gpu_grading::bytes_per_element(t.c.dtype) || lse_bytes.size() != rows * 4)
+  if (o_bytes.size() != rows * t.c.d * course::dtype_bytes(t.c.dtype) || lse_bytes.size() != rows * 4)
     throw isolation::LabFailure("the lab process returned outputs of the wrong size");
   out.O = o_to_doubles(t.c.dtype, o_bytes);
   out.lse.resize(rows);
@@ -142,7 +142,7 @@ gpu_grading::Reference reference_for(const Decode& t, const gpu_grading::Inputs&
     for (int r = 0; r < len; ++r)
       for (int j = 0; j < c.d; ++j) ref.value_max = std::max(ref.value_max, std::abs(v(r, j)));
     put_head(reference::attention<double>(q, k, v, scale, c.causal), c.Nq, c.d, bh, ref.exact);
-    if (c.dtype == Storage::fp32)
+    if (c.dtype == DType::fp32)
       put_head(reference::plain_attention<float>(q, k, v, scale, c.causal), c.Nq, c.d, bh, ref.plain);
     else
       put_head(reference::plain_attention<Eigen::bfloat16>(q, k, v, scale, c.causal), c.Nq, c.d, bh, ref.plain);
@@ -157,7 +157,7 @@ bool check(const Decode& t, std::uint64_t seed = grading::seed()) {
   return gpu_grading::expect_matches(t.c, got, reference_for(t, in), t.describe(), seed);
 }
 
-Decode decode(Storage dtype, int B, int H, int nq, int nk_max, int d, bool causal, int splits,
+Decode decode(DType dtype, int B, int H, int nq, int nk_max, int d, bool causal, int splits,
               std::vector<int> seqlens = {}) {
   Decode t;
   t.c.B = B;
@@ -174,7 +174,7 @@ Decode decode(Storage dtype, int B, int H, int nq, int nk_max, int d, bool causa
 
 // Small shapes: Nq of 1 (plain decoding), 4 and 16 (the most the API takes); a cache of 1 key,
 // of 113 (not a multiple of anything) and of 1000; d = 64 and 128; causal and not.
-void small_shapes(Storage dtype) {
+void small_shapes(DType dtype) {
   for (int d : {64, 128})
     for (int nq : {1, 4, 16})
       for (int nk : {1, 113, 1000})
@@ -206,7 +206,7 @@ struct MergeCase {
 
 // The merged O and LSE of a case, in fp64 (exact) or, for the band's yardstick, in fp32 with the
 // same formula (the plain same-precision merge), O rounded to the dtype.
-void merge_on_cpu(const MergeCase& m, bool fp64, Storage dtype, std::vector<double>& O, std::vector<double>& lse) {
+void merge_on_cpu(const MergeCase& m, bool fp64, DType dtype, std::vector<double>& O, std::vector<double>& lse) {
   O.assign(std::size_t(m.rows) * m.d, 0.0);
   lse.assign(std::size_t(m.rows), kNegInf);
   for (int r = 0; r < m.rows; ++r) {
@@ -234,7 +234,7 @@ void merge_on_cpu(const MergeCase& m, bool fp64, Storage dtype, std::vector<doub
         for (int s = 0; s < m.splits; ++s)
           acc += std::exp(m.lse_partial[std::size_t(s) * m.rows + r] - M) / sum *
                  m.o_partial[(std::size_t(s) * m.rows + r) * m.d + j];
-        O[std::size_t(r) * m.d + j] = dtype == Storage::fp32 ? double(acc) : double(float(Eigen::bfloat16(acc)));
+        O[std::size_t(r) * m.d + j] = dtype == DType::fp32 ? double(acc) : double(float(Eigen::bfloat16(acc)));
       }
     }
   }
@@ -253,7 +253,7 @@ MergeCase make_merge(const std::string& name, int rows, int splits, int d, F lse
   return m;
 }
 
-void check_merge(const MergeCase& m, Storage dtype, std::uint64_t seed) {
+void check_merge(const MergeCase& m, DType dtype, std::uint64_t seed) {
   decode_wire::MergeCall call{dtype, m.rows, m.splits, m.d};
   isolation::Packet args;
   decode_wire::put_merge(args, call);
@@ -262,7 +262,7 @@ void check_merge(const MergeCase& m, Storage dtype, std::uint64_t seed) {
   auto reply = isolation::lab().call("merge", args);
   const auto o_bytes = gpu_wire::get_bytes(reply.results);
   const auto lse_f = decode_wire::get_floats(reply.results);
-  if (o_bytes.size() != std::size_t(m.rows) * m.d * gpu_grading::bytes_per_element(dtype) ||
+  if (o_bytes.size() != std::size_t(m.rows) * m.d * course::dtype_bytes(dtype) ||
       lse_f.size() != std::size_t(m.rows))
     throw isolation::LabFailure("the lab process returned outputs of the wrong size");
   const std::vector<double> got_o = o_to_doubles(dtype, o_bytes), got_lse(lse_f.begin(), lse_f.end());
@@ -275,7 +275,7 @@ void check_merge(const MergeCase& m, Storage dtype, std::uint64_t seed) {
       if (std::isfinite(v)) r = std::max(r, std::abs(v));
     return r;
   };
-  const std::string dt = gpu_grading::name(dtype);
+  const std::string dt = course::dtype_name(dtype);
   const grading::Shape o_shape = {m.rows, m.d}, lse_shape = {m.rows};
   const std::string inputs = m.name + ", " + std::to_string(m.splits) + " splits";
   grading::expect_within({"merge_partials O", dt, o_shape, inputs, seed}, grading::compare(got_o, ref_o, o_shape),
@@ -328,50 +328,50 @@ const char* kSmallFp32 = "fp32: small shapes match the fp64 reference";
 
 TEST_CASE("fp32: small shapes match the fp64 reference" * grading::points(4)) {
   gpu_grading::require_device();
-  small_shapes(Storage::fp32);
+  small_shapes(DType::fp32);
 }
 
 TEST_CASE("bf16: small shapes within band" * grading::points(3)) {
   gpu_grading::require_device();
-  small_shapes(Storage::bf16);
+  small_shapes(DType::bf16);
 }
 
 TEST_CASE("split counts 1 to 64, more splits than keys (empty splits)" * grading::points(3)) {
   gpu_grading::require_device();
   // 113 keys: no split count divides them, so the last chunk is short; from 29 splits on, some
   // splits get no key at all.
-  for (int splits : {1, 2, 3, 5, 8, 13, 16, 32, 63, 64}) check(decode(Storage::fp32, 2, 2, 4, 113, 64, false, splits));
-  for (int splits : {7, 64}) check(decode(Storage::bf16, 1, 3, 1, 113, 128, true, splits));
-  check(decode(Storage::fp32, 1, 2, 2, 5, 128, false, 64));    // 5 keys, 64 splits
-  check(decode(Storage::fp32, 1, 2, 1, 5000, 64, false, 64));  // many keys per split
+  for (int splits : {1, 2, 3, 5, 8, 13, 16, 32, 63, 64}) check(decode(DType::fp32, 2, 2, 4, 113, 64, false, splits));
+  for (int splits : {7, 64}) check(decode(DType::bf16, 1, 3, 1, 113, 128, true, splits));
+  check(decode(DType::fp32, 1, 2, 2, 5, 128, false, 64));    // 5 keys, 64 splits
+  check(decode(DType::fp32, 1, 2, 1, 5000, 64, false, 64));  // many keys per split
 }
 
 TEST_CASE("variable KV lengths (seqlens_k), including 0 and 1" * grading::points(3)) {
   gpu_grading::require_device();
   // Keys past a batch element's length hold ordinary values: reading them changes the result.
   const std::vector<int> lens = {0, 1, 2, 113, 299, 300};
-  for (Storage dtype : {Storage::fp32, Storage::bf16})
+  for (DType dtype : {DType::fp32, DType::bf16})
     for (int splits : {1, 4, 16})
       for (int nq : {1, 5}) check(decode(dtype, 6, 2, nq, 300, 64, false, splits, lens));
-  check(decode(Storage::fp32, 3, 2, 1, 64, 128, false, 3, {64, 0, 17}));
+  check(decode(DType::fp32, 3, 2, 1, 64, 128, false, 3, {64, 0, 17}));
 }
 
 TEST_CASE("causal with Nq > 1: bottom-right alignment with each batch element's length" * grading::points(3)) {
   gpu_grading::require_device();
   // Lengths below Nq leave the first Nq - len rows with no key: O = 0, LSE = -inf.
   const std::vector<int> lens = {0, 1, 3, 7, 16, 100, 300};
-  for (Storage dtype : {Storage::fp32, Storage::bf16})
+  for (DType dtype : {DType::fp32, DType::bf16})
     for (int nq : {2, 7, 16})
       for (int splits : {1, 3, 16}) check(decode(dtype, 7, 1, nq, 300, 64, true, splits, lens));
-  check(decode(Storage::fp32, 2, 2, 16, 40, 128, true, 5));  // no seqlens_k: every length is Nk_max
+  check(decode(DType::fp32, 2, 2, 16, 40, 128, true, 5));  // no seqlens_k: every length is Nk_max
 }
 
 TEST_CASE("every output element is written (NaN-poisoned outputs and workspace)" * grading::points(2)) {
   gpu_grading::require_device();
   // Row counts B * H * Nq that are not multiples of 4 (the merge's warps per CTA) or of 16.
-  check(decode(Storage::fp32, 1, 3, 1, 129, 64, false, 2));
-  check(decode(Storage::fp32, 3, 5, 3, 65, 128, false, 5));
-  check(decode(Storage::bf16, 1, 1, 13, 200, 64, false, 9));
+  check(decode(DType::fp32, 1, 3, 1, 129, 64, false, 2));
+  check(decode(DType::fp32, 3, 5, 3, 65, 128, false, 5));
+  check(decode(DType::bf16, 1, 1, 13, 200, 64, false, 9));
 }
 
 TEST_CASE("the merge alone matches lab 2's combine in fp64 (empty splits, one split, LSEs far apart)" *
@@ -379,18 +379,18 @@ TEST_CASE("the merge alone matches lab 2's combine in fp64 (empty splits, one sp
   gpu_grading::require_device();
   const std::uint64_t seed = grading::seed();
   for (const MergeCase& m : merge_cases(seed))
-    for (Storage dtype : {Storage::fp32, Storage::bf16}) check_merge(m, dtype, seed);
+    for (DType dtype : {DType::fp32, DType::bf16}) check_merge(m, dtype, seed);
 }
 
 TEST_CASE("long KV caches, many splits, and the library's own split count" * grading::points(2)) {
   gpu_grading::require_device();
-  for (Storage dtype : {Storage::fp32, Storage::bf16})
+  for (DType dtype : {DType::fp32, DType::bf16})
     for (int splits : {0, 32}) {
       Decode t = decode(dtype, 1, 4, 1, 16384, 128, false, splits);
       t.c.dist = reference::Distribution::outliers;
       check(t);
     }
-  Decode t = decode(Storage::bf16, 4, 2, 4, 9000, 64, true, 0, {9000, 1, 4321, 0});
+  Decode t = decode(DType::bf16, 4, 2, 4, 9000, 64, true, 0, {9000, 1, 4321, 0});
   check(t);
 }
 
@@ -398,7 +398,7 @@ TEST_CASE("numerics: large logits, rows far below zero, a maximum that grows alo
           grading::points(2, kSmallFp32)) {
   gpu_grading::require_device();
   using reference::Distribution;
-  for (Storage dtype : {Storage::fp32, Storage::bf16})
+  for (DType dtype : {DType::fp32, DType::bf16})
     for (auto dist : {Distribution::large_logits, Distribution::negative_rows, Distribution::increasing_scores})
       for (int nk : {3, 200})
         for (bool causal : {false, true}) {
@@ -414,7 +414,7 @@ TEST_CASE("deterministic and right for several seeds (no race)" * grading::point
   // as results that change from run to run.
   const std::uint64_t s = grading::seed() * 1000;
   for (std::uint64_t seed : {s, s + 1, s + 2}) {
-    const Decode t = decode(Storage::fp32, 2, 4, 16, 1500, 128, true, 6, {1500, 777});
+    const Decode t = decode(DType::fp32, 2, 4, 16, 1500, 128, true, 6, {1500, 777});
     const gpu_grading::Inputs in = gpu_grading::make_inputs(t.c, seed);
     const gpu_grading::Outputs first = run_decode(t, in), second = run_decode(t, in);
     const grading::Case about{t.describe(), "fp32", {t.c.B, t.c.H, t.c.Nq, t.c.d}, t.c.describe(), seed};
@@ -428,7 +428,7 @@ TEST_CASE("deterministic and right for several seeds (no race)" * grading::point
 TEST_CASE("inputs unchanged and scale honoured" * grading::points(2)) {
   gpu_grading::require_device();
   for (float scale : {0.3f, 1.0f, 0.0f}) {
-    Decode t = decode(Storage::fp32, 2, 2, 3, 150, 64, true, 4, {150, 90});
+    Decode t = decode(DType::fp32, 2, 2, 3, 150, 64, true, 4, {150, 90});
     t.c.scale = scale;
     const gpu_grading::Inputs in = gpu_grading::make_inputs(t.c, grading::seed());
     const gpu_grading::Outputs out = run_decode(t, in);

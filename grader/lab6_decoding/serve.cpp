@@ -15,13 +15,9 @@
 
 namespace {
 
-using gpu_buffer::DeviceBuffer;
-using gpu_lab::check_cuda;
+using course::check_cuda;
+using course::DeviceBuffer;
 using isolation::Packet;
-
-course::lab6::DType dtype_of(gpu_wire::Storage s) {
-  return s == gpu_wire::Storage::fp32 ? course::lab6::DType::fp32 : course::lab6::DType::bf16;
-}
 
 course::lab6::DecodeShape shape_of(const gpu_wire::KernelCall& c) { return {c.B, c.H, c.Nq, c.Nk, c.d}; }
 
@@ -29,7 +25,7 @@ void decode(Packet& args, Packet& out) {
   const decode_wire::DecodeCall c = decode_wire::get_decode(args);
   const auto q = gpu_wire::get_bytes(args), k = gpu_wire::get_bytes(args), v = gpu_wire::get_bytes(args);
   const course::lab6::DecodeShape shape = shape_of(c.base);
-  const course::lab6::DType dtype = dtype_of(c.base.dtype);
+  const course::DType dtype = c.base.dtype;
   // Allocated before the run (freeing memory synchronises the device, which would hide a kernel
   // launched on the wrong stream). The workspace starts as NaN: a partial result that kernel 1
   // never wrote reaches the merge as NaN.
@@ -59,7 +55,7 @@ void decode(Packet& args, Packet& out) {
 void merge(Packet& args, Packet& out) {
   const decode_wire::MergeCall c = decode_wire::get_merge(args);
   const std::vector<float> o_partial = decode_wire::get_floats(args), lse_partial = decode_wire::get_floats(args);
-  const std::size_t o_bytes = std::size_t(c.rows) * c.d * gpu_wire::bytes_per_element(c.dtype);
+  const std::size_t o_bytes = std::size_t(c.rows) * c.d * course::dtype_bytes(c.dtype);
   DeviceBuffer dop(o_partial.size() * 4), dlp(lse_partial.size() * 4), dout(o_bytes), dlse(std::size_t(c.rows) * 4);
   check_cuda(cudaMemcpy(dop.get(), o_partial.data(), o_partial.size() * 4, cudaMemcpyHostToDevice), "cudaMemcpy");
   check_cuda(cudaMemcpy(dlp.get(), lse_partial.data(), lse_partial.size() * 4, cudaMemcpyHostToDevice), "cudaMemcpy");
@@ -71,7 +67,7 @@ void merge(Packet& args, Packet& out) {
   std::vector<float> lse(std::size_t(c.rows));
   try {
     course::lab6::merge_partials(static_cast<const float*>(dop.get()), static_cast<const float*>(dlp.get()),
-                                 dout.get(), static_cast<float*>(dlse.get()), dtype_of(c.dtype), c.rows,
+                                 dout.get(), static_cast<float*>(dlse.get()), (c.dtype), c.rows,
                                  c.num_splits, c.d, stream);
     check_cuda(cudaMemcpyAsync(o.data(), dout.get(), o_bytes, cudaMemcpyDeviceToHost, stream), "reading O");
     check_cuda(cudaMemcpyAsync(lse.data(), dlse.get(), lse.size() * 4, cudaMemcpyDeviceToHost, stream), "reading lse");
@@ -96,7 +92,7 @@ void bad_arguments(Packet& args, Packet&) {
   gpu_lab::call_with_dummy_buffers([&](void* buffer) {
     if (which == 1) {
       course::lab6::merge_partials(static_cast<const float*>(buffer), static_cast<const float*>(buffer), buffer,
-                                   static_cast<float*>(buffer), dtype_of(c.base.dtype), c.base.B, c.num_splits,
+                                   static_cast<float*>(buffer), (c.base.dtype), c.base.B, c.num_splits,
                                    c.base.d, nullptr);
       return;
     }
@@ -105,7 +101,7 @@ void bad_arguments(Packet& args, Packet&) {
     options.workspace = buffer;
     options.workspace_bytes = workspace_bytes;
     course::lab6::split_kv_forward(null_q ? nullptr : buffer, buffer, buffer, buffer, static_cast<float*>(buffer),
-                                   dtype_of(c.base.dtype), shape_of(c.base), options);
+                                   (c.base.dtype), shape_of(c.base), options);
   });
 }
 

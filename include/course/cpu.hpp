@@ -4,7 +4,8 @@
 // bf16 or fp16) and all arithmetic happens in Acc = accum_t<T> (double for double, float for
 // everything else). Convert an element with `acc<Acc>(x)` when you read it and with
 // `store<T>(a)` when you write it. Use course::exp / course::log / course::max on Acc values:
-// they work for float, double and the grader's CountedFloat alike.
+// they work for float, double and the grader's CountedFloat alike. course::kLog2e and
+// course::kLn2 (course/math_constants.hpp) are log2(e) and ln 2, for the exp2 form.
 #pragma once
 
 #include <Eigen/Core>
@@ -18,6 +19,7 @@
 
 #include "course/counted.hpp"
 #include "course/errors.hpp"
+#include "course/math_constants.hpp"
 
 namespace course {
 

@@ -2,22 +2,15 @@
 //
 // Implemented by labs/lab4_cuda/flash_forward.cu (you) and solutions/lab4_cuda/flash_forward.cu.
 // This header is plain C++ (no Eigen, no device code) so that graders and benchmarks compiled
-// by the host compiler can call it.
+// by the host compiler can call it. DType and AttentionShape come from course/gpu.hpp, with
+// the rest of the GPU labs' toolkit (check_cuda, DeviceBuffer, kLog2e).
 #pragma once
 
 #include <cuda_runtime_api.h>
 
+#include "course/gpu.hpp"
+
 namespace course::lab4 {
-
-enum class DType { fp32, bf16 };
-
-struct AttentionShape {
-  int B = 1;   // batch
-  int H = 1;   // heads
-  int Nq = 0;  // query rows per head
-  int Nk = 0;  // key/value rows per head
-  int d = 0;   // head dimension: 32, 64 or 128
-};
 
 struct ForwardOptions {
   bool causal = false;         // bottom-right aligned: query i sees keys j <= i + Nk - Nq
@@ -26,10 +19,11 @@ struct ForwardOptions {
 };
 
 // Q [B, H, Nq, d], K and V [B, H, Nk, d], O [B, H, Nq, d]: device pointers of `dtype`
-// (float or __nv_bfloat16), row-major. lse [B, H, Nq]: device floats. Arithmetic in fp32.
+// (DType::fp32 or DType::bf16: float or __nv_bfloat16), row-major; d = 32, 64 or 128.
+// lse [B, H, Nq]: device floats. Arithmetic in fp32.
 // A query row that sees no key gets O = 0 and lse = -inf. Launches on options.stream and
 // returns without synchronising. Throws course::BadInput for bad shapes, an unsupported d or
-// null pointers, and std::runtime_error (naming the call) when a CUDA call fails.
+// dtype, or null pointers, and std::runtime_error (naming the call) when a CUDA call fails.
 void flash_attention_forward(const void* Q, const void* K, const void* V, void* O, float* lse,
                              DType dtype, const AttentionShape& shape,
                              const ForwardOptions& options);

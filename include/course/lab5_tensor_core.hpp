@@ -6,11 +6,9 @@
 
 #include <cuda_runtime_api.h>
 
-#include "course/lab4_cuda.hpp"  // AttentionShape
+#include "course/gpu.hpp"  // DType, AttentionShape
 
 namespace course::lab5 {
-
-enum class DType { bf16, fp16 };
 
 // The staircase of versions that lecture 5 walks through; each is a kernel that is kept,
 // graded for correctness and benchmarked. `best` is the shipped one.
@@ -32,11 +30,11 @@ struct ForwardOptions {
   cudaStream_t stream = nullptr;
 };
 
-// Q [B, H, Nq, d], K, V [B, H, Nk, d], O [B, H, Nq, d] device pointers of dtype (bf16 or fp16),
-// lse [B, H, Nq] device floats. d = 64 or 128; any N >= 1. Throws course::BadInput for bad
-// input and std::runtime_error for a failed CUDA call.
+// Q [B, H, Nq, d], K, V [B, H, Nk, d], O [B, H, Nq, d] device pointers of dtype (DType::bf16
+// or DType::fp16), lse [B, H, Nq] device floats. d = 64 or 128; any N >= 1. Throws
+// course::BadInput for bad input (fp32 included) and std::runtime_error for a failed CUDA call.
 void flash_attention_forward(const void* Q, const void* K, const void* V, void* O, float* lse,
-                             DType dtype, const lab4::AttentionShape& shape,
+                             DType dtype, const AttentionShape& shape,
                              const ForwardOptions& options);
 
 }  // namespace course::lab5

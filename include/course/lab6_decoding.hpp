@@ -10,11 +10,9 @@
 
 #include <cstddef>
 
-#include "course/lab4_cuda.hpp"  // DType (fp32, bf16)
+#include "course/gpu.hpp"  // DType (lab 6 takes fp32 and bf16)
 
 namespace course::lab6 {
-
-using DType = course::lab4::DType;
 
 struct DecodeShape {
   int B = 1;       // batch

@@ -20,12 +20,14 @@
 // Numerics: fp32 everywhere on chip (bf16 is only a storage format, converted on load). Q is
 // multiplied by scale * log2(e) as it is staged, so the scores come out in base-2 units and
 // every exponential is one exp2f, which maps onto the hardware's base-2 exponential (MUFU.EX2);
-// LSE is converted back to natural log at the end.
+// LSE is converted back to natural log at the end (times ln 2). The two constants are
+// course::kLog2eF and course::kLn2F; check_cuda comes from course/gpu.hpp too.
 //
 // Speed, measured on an H200 (fp32 peak on CUDA cores about 67 TFLOP/s): about 38 TFLOP/s at
 // d = 64 and 33 at d = 128, bf16 or fp32 storage alike. The next large factor comes from the
 // tensor cores (lab 5).
 #include "course/errors.hpp"
+#include "course/gpu.hpp"
 #include "course/lab4_cuda.hpp"
 
 #include <cuda_bf16.h>
@@ -33,20 +35,10 @@
 
 #include <cmath>
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 
 namespace course::lab4 {
 namespace {
-
-// ---------------------------------------------------------------------------------------------
-// Host-side helpers (given).
-
-[[maybe_unused]] void check_cuda(cudaError_t status, const char* call) {
-  if (status != cudaSuccess) {
-    throw std::runtime_error(std::string(call) + " failed: " + cudaGetErrorString(status));
-  }
-}
 
 // ---------------------------------------------------------------------------------------------
 // Tile configuration (given). Sizes are compile-time so that every per-thread array below is
@@ -221,32 +213,56 @@ __global__ void __launch_bounds__(kThreads, TileConfig<D>::kMinBlocks)
   const int tx = static_cast<int>(threadIdx.x) % kColGroups;
   const int ty = static_cast<int>(threadIdx.x) / kColGroups;
 
-  // TODO: your code here (see the lab README)
-  // Algorithm 1 lines 3-4: find this CTA's query tile and (batch, head). With causal masking
-  // the last query tiles have the most keys to visit: launch them first (reverse the tile
-  // index) so that the long CTAs do not start last and leave the GPU idle at the tail.
+  // TODO: load_q_tile (Algorithm 1 lines 2-4 and 8; see the lab README)
+  // Lines 3-4: find this CTA's query tile Q_i and its (batch, head), and point at its rows
+  // of Q, K, V, O and LSE. With causal masking the last query tiles have the most keys to
+  // visit: launch them first (reverse the tile index) so that the long CTAs do not start last
+  // and leave the GPU idle at the tail.
   // Bottom-right causal alignment: query i sees keys j <= i + (Nk - Nq). The last key that any
-  // row of this tile sees bounds the K/V loop: tiles entirely above the diagonal are skipped.
-  // Algorithm 1 line 2, on chip: m = -inf, l = 0, O = 0 for each of this thread's rows.
-  // Line 8 (once per CTA): stage Q_i in shared memory, pre-multiplied by scale * log2(e).
-  // Line 5: for each K/V tile j.
-    // Line 6: load K_j and V_j into shared memory. The barrier before it makes sure that no
-    // warp still reads the previous tile; the one after makes the new tile visible to all.
-    // Line 9: S_ij = Q_i K_j^T, an R x KJ block of it per thread, 4 values of k at a time
-    // (float4 reads from shared memory, R * KJ * 4 fused multiply-adds per R + KJ reads).
+  // row of this tile sees bounds the K/V loop (kv_end): tiles entirely above the diagonal are
+  // skipped.
+  // Line 2, on chip: m = -inf, l = 0, O = 0 for each of this thread's rows, in registers.
+  // Line 8 (once per CTA): stage Q_i in shared memory, pre-multiplied by scale * log2(e)
+  // (p.scale_log2), so that the scores come out scaled and in base-2 units.
+
+  // TODO: for_each_kv_tile (Algorithm 1 lines 5 and 15; see the lab README)
+  // Line 5: for each K/V tile j, that is kv0 = 0, B_c, 2 B_c, ... below kv_end, do the steps
+  // below in order, each inside the loop; line 15 ends the loop.
+    // TODO: load_kv_tile (Algorithm 1 line 6; see the lab README)
+    // Line 6: load K_j and V_j (rows kv0 .. kv0 + B_c - 1) into shared memory. The barrier
+    // before it makes sure that no warp still reads the previous tile; the one after makes
+    // the new tile visible to all.
+
+    // TODO: scores (Algorithm 1 line 9; see the lab README)
+    // Line 9: S_ij = Q_i K_j^T (already scaled: Q was staged times scale * log2(e)), an
+    // R x KJ block of it per thread, 4 values of k at a time (float4 reads from shared
+    // memory, R * KJ * 4 fused multiply-adds per R + KJ reads).
+
+    // TODO: mask (the partial last tile and the causal diagonal; see the lab README)
     // Masking, only on the tiles that need it: the last tile when Nk is not a multiple of
     // B_c, and with causal masking the tiles that cross the diagonal. A masked score is -inf,
     // so that exp2 turns it into an exact 0.
+
+    // TODO: row_max_and_sum (Algorithm 1 lines 10-11; see the lab README)
     // Lines 10-11 (online softmax), per row: m_new = max(m, rowmax(S_ij)). We exponentiate
     // directly against m_new (FA2's form of lines 10-12, the same numbers with one rescale
-    // fewer): P = exp2(S - m_new), alpha = exp2(m - m_new), l = alpha * l + rowsum(P),
-    // O = alpha * O. A row that has seen no key yet has m_new = -inf; subtracting 0 instead
-    // keeps -inf - (-inf) = NaN out, and exp2(-inf) = 0 gives alpha = 0 and P = 0.
+    // fewer): P = exp2(S - m_new), alpha = exp2(m - m_new), l = alpha * l + rowsum(P). A row
+    // that has seen no key yet has m_new = -inf; subtracting 0 instead keeps -inf - (-inf) =
+    // NaN out, and exp2(-inf) = 0 gives alpha = 0 and P = 0.
     // l is summed per thread over its own keys; the 16 lanes are added once, at the end.
-    // Line 12 without the division: O_i += P_ij V_j. Each thread reads P for its 8 rows
+
+    // TODO: rescale_o (Algorithm 1 line 12, first term; see the lab README)
+    // Line 12's rescale of the running output: O = alpha * O, row by row.
+
+    // TODO: p_times_v (Algorithm 1 line 12, second term; see the lab README)
+    // Line 12 without the division: O_i += P_ij V_j, once this warp's P rows are complete
+    // (__syncwarp: a warp reads only the P rows it wrote). Each thread reads P for its 8 rows
     // (4 keys at a time) and V for its columns, and does R * CH * VEC * 4 multiply-adds.
-  // Lines 12-13 and 16, once: O = O / l and LSE = m + log(l), back in natural log.
-  // A row that saw no key has l = 0: write O = 0 and LSE = -inf, never 0/0.
+
+  // TODO: finalize (Algorithm 1 lines 12-13 and 16; see the lab README)
+  // Lines 12-13 and 16, once, after the loop: O = O / l and LSE = m + log(l), back in natural
+  // log (LSE = (m + log2(l)) * ln 2). The 16 lanes of a row add their partial l first
+  // (half_warp_sum). A row that saw no key has l = 0: write O = 0 and LSE = -inf, never 0/0.
 }
 
 // Launches one instantiation (given).
@@ -305,7 +321,7 @@ void flash_attention_forward(const void* Q, const void* K, const void* V, void* 
     throw BadInput("flash_attention_forward: scale must be finite");
   }
 
-  [[maybe_unused]] KernelParams params{};  // unused only in the skeleton
+  [[maybe_unused]] KernelParams params{};
   params.q = Q;
   params.k = K;
   params.v = V;
@@ -317,7 +333,7 @@ void flash_attention_forward(const void* Q, const void* K, const void* V, void* 
   params.causal = options.causal;
   const float scale = options.scale != 0.0f ? options.scale
                                             : 1.0f / std::sqrt(static_cast<float>(shape.d));
-  params.scale_log2 = scale * 1.4426950408889634f;  // log2(e)
+  params.scale_log2 = scale * kLog2eF;
 
   // TODO: flash_attention_forward (see the lab README)
   // Dispatch on dtype to launch_for_dtype<float> or launch_for_dtype<__nv_bfloat16>, which

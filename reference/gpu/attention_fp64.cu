@@ -1,9 +1,10 @@
 // fp64 reference attention on the GPU. Deliberately naive: one CTA per query row, two passes
 // over the keys (the exact row maximum first, then the sum and the output), every product and
-// sum in double. It shares no code with the course kernels.
+// sum in double. It shares no arithmetic with the course kernels.
 #include "attention_fp64.hpp"
 
 #include "course/errors.hpp"
+#include "course/gpu.hpp"
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -15,12 +16,6 @@
 
 namespace course::reference::gpu {
 namespace {
-
-void check_cuda(cudaError_t status, const char* call) {
-  if (status != cudaSuccess) {
-    throw std::runtime_error(std::string(call) + " failed: " + cudaGetErrorString(status));
-  }
-}
 
 __device__ __forceinline__ double to_double(float x) { return static_cast<double>(x); }
 __device__ __forceinline__ double to_double(__nv_bfloat16 x) {
@@ -114,7 +109,7 @@ __global__ void attention_fp64_kernel(const T* Q, const T* K, const T* V, long l
 
 }  // namespace
 
-void attention_fp64(const void* Q, const void* K, const void* V, InputType type, int B, int H,
+void attention_fp64(const void* Q, const void* K, const void* V, DType type, int B, int H,
                     int Nq, int Nk, int d, bool causal, double scale, double* O, double* lse,
                     cudaStream_t stream) {
   if (Q == nullptr || K == nullptr || V == nullptr || O == nullptr || lse == nullptr) {
@@ -132,11 +127,11 @@ void attention_fp64(const void* Q, const void* K, const void* V, InputType type,
   const long long rows = static_cast<long long>(B) * H * Nq;
   const unsigned grid = static_cast<unsigned>(rows < 65536 * 8 ? rows : 65536 * 8);
   const size_t smem = sizeof(double) * (static_cast<size_t>(d) + 2 * static_cast<size_t>(threads));
-  if (type == InputType::fp32) {
+  if (type == DType::fp32) {
     attention_fp64_kernel<float><<<grid, threads, smem, stream>>>(
         static_cast<const float*>(Q), static_cast<const float*>(K), static_cast<const float*>(V),
         rows, Nq, Nk, d, causal, scale, O, lse);
-  } else if (type == InputType::bf16) {
+  } else if (type == DType::bf16) {
     attention_fp64_kernel<__nv_bfloat16><<<grid, threads, smem, stream>>>(
         static_cast<const __nv_bfloat16*>(Q), static_cast<const __nv_bfloat16*>(K),
         static_cast<const __nv_bfloat16*>(V), rows, Nq, Nk, d, causal, scale, O, lse);

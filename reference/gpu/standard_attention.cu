@@ -3,6 +3,7 @@
 #include "standard_attention.hpp"
 
 #include "course/errors.hpp"
+#include "course/gpu.hpp"
 
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
@@ -15,12 +16,6 @@
 
 namespace course::reference::gpu {
 namespace {
-
-void check_cuda(cudaError_t status, const char* call) {
-  if (status != cudaSuccess) {
-    throw std::runtime_error(std::string(call) + " failed: " + cudaGetErrorString(status));
-  }
-}
 
 void check_cublas(cublasStatus_t status, const char* call) {
   if (status != CUBLAS_STATUS_SUCCESS) {
@@ -111,15 +106,15 @@ void StandardAttention::release() {
   capacity_ = 0;
 }
 
-std::size_t StandardAttention::score_bytes(const lab4::AttentionShape& shape, lab4::DType dtype) {
-  const std::size_t elem = dtype == lab4::DType::fp32 ? 4 : 2;
+std::size_t StandardAttention::score_bytes(const AttentionShape& shape, DType dtype) {
   return static_cast<std::size_t>(shape.B) * static_cast<std::size_t>(shape.H) *
-         static_cast<std::size_t>(shape.Nq) * static_cast<std::size_t>(shape.Nk) * elem;
+         static_cast<std::size_t>(shape.Nq) * static_cast<std::size_t>(shape.Nk) *
+         dtype_bytes(dtype);
 }
 
 cudaError_t StandardAttention::forward(const void* Q, const void* K, const void* V, void* O,
-                                       float* lse, lab4::DType dtype,
-                                       const lab4::AttentionShape& shape,
+                                       float* lse, DType dtype,
+                                       const AttentionShape& shape,
                                        const lab4::ForwardOptions& options) {
   if (Q == nullptr || K == nullptr || V == nullptr || O == nullptr) {
     throw BadInput("StandardAttention::forward: Q, K, V and O must be non-null device pointers");
@@ -127,7 +122,7 @@ cudaError_t StandardAttention::forward(const void* Q, const void* K, const void*
   if (shape.B < 1 || shape.H < 1 || shape.Nq < 1 || shape.Nk < 1 || shape.d < 1) {
     throw BadInput("StandardAttention::forward: B, H, Nq, Nk and d must be >= 1");
   }
-  if (dtype != lab4::DType::fp32 && dtype != lab4::DType::bf16) {
+  if (dtype != DType::fp32 && dtype != DType::bf16) {
     throw BadInput("StandardAttention::forward: dtype must be fp32 or bf16");
   }
   const long long batch = static_cast<long long>(shape.B) * shape.H;
@@ -169,7 +164,7 @@ cudaError_t StandardAttention::forward(const void* Q, const void* K, const void*
   //   (Nk x Nq) = op_T(K^T as d x Nk) * (Q^T as d x Nq).
   // And row-major O = P V is column-major O^T = V^T P^T:
   //   (d x Nq) = (V^T as d x Nk) * (P^T as Nk x Nq).
-  if (dtype == lab4::DType::fp32) {
+  if (dtype == DType::fp32) {
     check_cublas(cublasSgemmStridedBatched(handle, CUBLAS_OP_T, CUBLAS_OP_N, nk, nq, d, &scale,
                                            static_cast<const float*>(K), d, stride_kv,
                                            static_cast<const float*>(Q), d, stride_q, &zero,

@@ -11,7 +11,8 @@
 // Plain C++ header: callers need no CUDA compiler and no cuBLAS headers. Link with -lcublas.
 #pragma once
 
-#include "course/lab4_cuda.hpp"
+#include "course/gpu.hpp"        // DType, AttentionShape
+#include "course/lab4_cuda.hpp"  // ForwardOptions
 
 #include <cstddef>
 #include <cuda_runtime_api.h>
@@ -32,11 +33,11 @@ class StandardAttention {
   // the score matrix does not fit in device memory. Throws course::BadInput for bad arguments
   // and std::runtime_error naming the call for any other CUDA or cuBLAS failure.
   cudaError_t forward(const void* Q, const void* K, const void* V, void* O, float* lse,
-                      lab4::DType dtype, const lab4::AttentionShape& shape,
+                      DType dtype, const AttentionShape& shape,
                       const lab4::ForwardOptions& options);
 
   // Bytes of the score matrix for this shape (what forward allocates, and keeps for reuse).
-  static std::size_t score_bytes(const lab4::AttentionShape& shape, lab4::DType dtype);
+  static std::size_t score_bytes(const AttentionShape& shape, DType dtype);
 
   // Frees the cached score buffer.
   void release();

@@ -20,12 +20,14 @@
 // Numerics: fp32 everywhere on chip (bf16 is only a storage format, converted on load). Q is
 // multiplied by scale * log2(e) as it is staged, so the scores come out in base-2 units and
 // every exponential is one exp2f, which maps onto the hardware's base-2 exponential (MUFU.EX2);
-// LSE is converted back to natural log at the end.
+// LSE is converted back to natural log at the end (times ln 2). The two constants are
+// course::kLog2eF and course::kLn2F; check_cuda comes from course/gpu.hpp too.
 //
 // Speed, measured on an H200 (fp32 peak on CUDA cores about 67 TFLOP/s): about 38 TFLOP/s at
 // d = 64 and 33 at d = 128, bf16 or fp32 storage alike. The next large factor comes from the
 // tensor cores (lab 5).
 #include "course/errors.hpp"
+#include "course/gpu.hpp"
 #include "course/lab4_cuda.hpp"
 
 #include <cuda_bf16.h>
@@ -33,20 +35,10 @@
 
 #include <cmath>
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 
 namespace course::lab4 {
 namespace {
-
-// ---------------------------------------------------------------------------------------------
-// Host-side helpers (given).
-
-[[maybe_unused]] void check_cuda(cudaError_t status, const char* call) {
-  if (status != cudaSuccess) {
-    throw std::runtime_error(std::string(call) + " failed: " + cudaGetErrorString(status));
-  }
-}
 
 // ---------------------------------------------------------------------------------------------
 // Tile configuration (given). Sizes are compile-time so that every per-thread array below is
@@ -56,7 +48,8 @@ constexpr int kThreads = 128;   // 4 warps per CTA
 constexpr int kRowGroups = 8;   // ty
 constexpr int kColGroups = 16;  // tx: the 16 lanes that share a query row
 constexpr int kBr = 64;         // query rows per CTA (B_r in Algorithm 1)
-[[maybe_unused]] constexpr int kRowsPerThread = kBr / kRowGroups;  // 8
+// SKELETON: [[maybe_unused]]
+constexpr int kRowsPerThread = kBr / kRowGroups;  // 8
 
 template <int D>
 struct TileConfig {
@@ -102,7 +95,8 @@ struct KernelParams {
 // ---------------------------------------------------------------------------------------------
 // Device helpers (given): 16-byte loads of either dtype into fp32, and stores back.
 
-[[maybe_unused]] __device__ __forceinline__ void load16(const float* src, float* dst) {
+// SKELETON: [[maybe_unused]]
+__device__ __forceinline__ void load16(const float* src, float* dst) {
   const float4 x = *reinterpret_cast<const float4*>(src);
   dst[0] = x.x;
   dst[1] = x.y;
@@ -110,7 +104,8 @@ struct KernelParams {
   dst[3] = x.w;
 }
 
-[[maybe_unused]] __device__ __forceinline__ void load16(const __nv_bfloat16* src, float* dst) {
+// SKELETON: [[maybe_unused]]
+__device__ __forceinline__ void load16(const __nv_bfloat16* src, float* dst) {
   const uint4 raw = *reinterpret_cast<const uint4*>(src);
   const __nv_bfloat162* pairs = reinterpret_cast<const __nv_bfloat162*>(&raw);
 #pragma unroll
@@ -184,7 +179,8 @@ __device__ __forceinline__ void store_out(__nv_bfloat16* dst, const float* x) {
 }
 
 // Max and sum over the 16 lanes of a half-warp (the 16 threads that share a query row).
-[[maybe_unused]] __device__ __forceinline__ float half_warp_max(float x) {
+// SKELETON: [[maybe_unused]]
+__device__ __forceinline__ float half_warp_max(float x) {
 #pragma unroll
   for (int offset = 8; offset > 0; offset /= 2) {
     x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, offset));
@@ -192,7 +188,8 @@ __device__ __forceinline__ void store_out(__nv_bfloat16* dst, const float* x) {
   return x;
 }
 
-[[maybe_unused]] __device__ __forceinline__ float half_warp_sum(float x) {
+// SKELETON: [[maybe_unused]]
+__device__ __forceinline__ float half_warp_sum(float x) {
 #pragma unroll
   for (int offset = 8; offset > 0; offset /= 2) x += __shfl_xor_sync(0xffffffffu, x, offset);
   return x;
@@ -221,10 +218,11 @@ __global__ void __launch_bounds__(kThreads, TileConfig<D>::kMinBlocks)
   const int tx = static_cast<int>(threadIdx.x) % kColGroups;
   const int ty = static_cast<int>(threadIdx.x) / kColGroups;
 
-  // BEGIN SOLUTION
-  //! Algorithm 1 lines 3-4: find this CTA's query tile and (batch, head). With causal masking
-  //! the last query tiles have the most keys to visit: launch them first (reverse the tile
-  //! index) so that the long CTAs do not start last and leave the GPU idle at the tail.
+  // BEGIN SOLUTION load_q_tile device Algorithm 1 lines 2-4 and 8
+  //! Lines 3-4: find this CTA's query tile Q_i and its (batch, head), and point at its rows
+  //! of Q, K, V, O and LSE. With causal masking the last query tiles have the most keys to
+  //! visit: launch them first (reverse the tile index) so that the long CTAs do not start last
+  //! and leave the GPU idle at the tail.
   const int bh = static_cast<int>(blockIdx.y);
   const int tile = p.causal ? p.num_q_tiles - 1 - static_cast<int>(blockIdx.x)
                             : static_cast<int>(blockIdx.x);
@@ -237,11 +235,12 @@ __global__ void __launch_bounds__(kThreads, TileConfig<D>::kMinBlocks)
   const int q_rows = min(kBr, p.nq - q0);
 
   //! Bottom-right causal alignment: query i sees keys j <= i + (Nk - Nq). The last key that any
-  //! row of this tile sees bounds the K/V loop: tiles entirely above the diagonal are skipped.
+  //! row of this tile sees bounds the K/V loop (kv_end): tiles entirely above the diagonal are
+  //! skipped.
   const int diag = p.nk - p.nq;
   const int kv_end = p.causal ? min(p.nk, q0 + q_rows + diag) : p.nk;  // may be <= 0
 
-  //! Algorithm 1 line 2, on chip: m = -inf, l = 0, O = 0 for each of this thread's rows.
+  //! Line 2, on chip: m = -inf, l = 0, O = 0 for each of this thread's rows, in registers.
   float m[R], l[R], o[R][CH * VEC];
 #pragma unroll
   for (int i = 0; i < R; ++i) {
@@ -251,13 +250,20 @@ __global__ void __launch_bounds__(kThreads, TileConfig<D>::kMinBlocks)
     for (int c = 0; c < CH * VEC; ++c) o[i][c] = 0.0f;
   }
 
-  //! Line 8 (once per CTA): stage Q_i in shared memory, pre-multiplied by scale * log2(e).
+  //! Line 8 (once per CTA): stage Q_i in shared memory, pre-multiplied by scale * log2(e)
+  //! (p.scale_log2), so that the scores come out scaled and in base-2 units.
   load_tile<kBr, D>(q_s, Cfg::kPitchQK, q_g, q_rows, p.scale_log2);
+  // END SOLUTION
 
-  //! Line 5: for each K/V tile j.
+  // BEGIN SOLUTION for_each_kv_tile device Algorithm 1 lines 5 and 15
+  //! Line 5: for each K/V tile j, that is kv0 = 0, B_c, 2 B_c, ... below kv_end, do the steps
+  //! below in order, each inside the loop; line 15 ends the loop.
   for (int kv0 = 0; kv0 < kv_end; kv0 += kBc) {
-    //! Line 6: load K_j and V_j into shared memory. The barrier before it makes sure that no
-    //! warp still reads the previous tile; the one after makes the new tile visible to all.
+    // END SOLUTION
+    // BEGIN SOLUTION load_kv_tile device Algorithm 1 line 6
+    //! Line 6: load K_j and V_j (rows kv0 .. kv0 + B_c - 1) into shared memory. The barrier
+    //! before it makes sure that no warp still reads the previous tile; the one after makes
+    //! the new tile visible to all.
     __syncthreads();
     const int kv_rows = min(kBc, p.nk - kv0);
     load_tile<kBc, D>(k_s, Cfg::kPitchQK, k_g + static_cast<std::int64_t>(kv0) * D, kv_rows,
@@ -265,9 +271,12 @@ __global__ void __launch_bounds__(kThreads, TileConfig<D>::kMinBlocks)
     load_tile<kBc, D>(v_s, Cfg::kPitchV, v_g + static_cast<std::int64_t>(kv0) * D, kv_rows,
                       1.0f);
     __syncthreads();
+    // END SOLUTION
 
-    //! Line 9: S_ij = Q_i K_j^T, an R x KJ block of it per thread, 4 values of k at a time
-    //! (float4 reads from shared memory, R * KJ * 4 fused multiply-adds per R + KJ reads).
+    // BEGIN SOLUTION scores device Algorithm 1 line 9
+    //! Line 9: S_ij = Q_i K_j^T (already scaled: Q was staged times scale * log2(e)), an
+    //! R x KJ block of it per thread, 4 values of k at a time (float4 reads from shared
+    //! memory, R * KJ * 4 fused multiply-adds per R + KJ reads).
     float s[R][KJ];
 #pragma unroll
     for (int i = 0; i < R; ++i) {
@@ -292,7 +301,9 @@ __global__ void __launch_bounds__(kThreads, TileConfig<D>::kMinBlocks)
         }
       }
     }
+    // END SOLUTION
 
+    // BEGIN SOLUTION mask device the partial last tile and the causal diagonal
     //! Masking, only on the tiles that need it: the last tile when Nk is not a multiple of
     //! B_c, and with causal masking the tiles that cross the diagonal. A masked score is -inf,
     //! so that exp2 turns it into an exact 0.
@@ -309,13 +320,16 @@ __global__ void __launch_bounds__(kThreads, TileConfig<D>::kMinBlocks)
         }
       }
     }
+    // END SOLUTION
 
+    // BEGIN SOLUTION row_max_and_sum device Algorithm 1 lines 10-11
     //! Lines 10-11 (online softmax), per row: m_new = max(m, rowmax(S_ij)). We exponentiate
     //! directly against m_new (FA2's form of lines 10-12, the same numbers with one rescale
-    //! fewer): P = exp2(S - m_new), alpha = exp2(m - m_new), l = alpha * l + rowsum(P),
-    //! O = alpha * O. A row that has seen no key yet has m_new = -inf; subtracting 0 instead
-    //! keeps -inf - (-inf) = NaN out, and exp2(-inf) = 0 gives alpha = 0 and P = 0.
+    //! fewer): P = exp2(S - m_new), alpha = exp2(m - m_new), l = alpha * l + rowsum(P). A row
+    //! that has seen no key yet has m_new = -inf; subtracting 0 instead keeps -inf - (-inf) =
+    //! NaN out, and exp2(-inf) = 0 gives alpha = 0 and P = 0.
     //! l is summed per thread over its own keys; the 16 lanes are added once, at the end.
+    float alpha[R];
 #pragma unroll
     for (int i = 0; i < R; ++i) {
       float row_max = s[i][0];
@@ -323,7 +337,7 @@ __global__ void __launch_bounds__(kThreads, TileConfig<D>::kMinBlocks)
       for (int j = 1; j < KJ; ++j) row_max = fmaxf(row_max, s[i][j]);
       const float m_new = fmaxf(m[i], half_warp_max(row_max));
       const float m_ref = (m_new == kNegInf) ? 0.0f : m_new;
-      const float alpha = exp2f(m[i] - m_ref);
+      alpha[i] = exp2f(m[i] - m_ref);
       float row_sum = 0.0f;
       float* p_row = p_s + (ty + kRowGroups * i) * Cfg::kPitchP;
 #pragma unroll
@@ -332,15 +346,25 @@ __global__ void __launch_bounds__(kThreads, TileConfig<D>::kMinBlocks)
         row_sum += pij;
         p_row[tx + kColGroups * j] = pij;  // hand P to the lanes that own other columns of O
       }
-      l[i] = alpha * l[i] + row_sum;
+      l[i] = alpha[i] * l[i] + row_sum;
       m[i] = m_new;
-#pragma unroll
-      for (int c = 0; c < CH * VEC; ++c) o[i][c] *= alpha;
     }
-    __syncwarp();  // this warp's P rows are complete
+    // END SOLUTION
 
-    //! Line 12 without the division: O_i += P_ij V_j. Each thread reads P for its 8 rows
+    // BEGIN SOLUTION rescale_o device Algorithm 1 line 12, first term
+    //! Line 12's rescale of the running output: O = alpha * O, row by row.
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+#pragma unroll
+      for (int c = 0; c < CH * VEC; ++c) o[i][c] *= alpha[i];
+    }
+    // END SOLUTION
+
+    // BEGIN SOLUTION p_times_v device Algorithm 1 line 12, second term
+    //! Line 12 without the division: O_i += P_ij V_j, once this warp's P rows are complete
+    //! (__syncwarp: a warp reads only the P rows it wrote). Each thread reads P for its 8 rows
     //! (4 keys at a time) and V for its columns, and does R * CH * VEC * 4 multiply-adds.
+    __syncwarp();
 #pragma unroll 2
     for (int c = 0; c < kBc; c += 4) {
       float pf[R][4];
@@ -365,9 +389,12 @@ __global__ void __launch_bounds__(kThreads, TileConfig<D>::kMinBlocks)
     }
     __syncwarp();  // P is overwritten by the next tile
   }  // line 15: end for
+  // END SOLUTION
 
-  //! Lines 12-13 and 16, once: O = O / l and LSE = m + log(l), back in natural log.
-  //! A row that saw no key has l = 0: write O = 0 and LSE = -inf, never 0/0.
+  // BEGIN SOLUTION finalize device Algorithm 1 lines 12-13 and 16
+  //! Lines 12-13 and 16, once, after the loop: O = O / l and LSE = m + log(l), back in natural
+  //! log (LSE = (m + log2(l)) * ln 2). The 16 lanes of a row add their partial l first
+  //! (half_warp_sum). A row that saw no key has l = 0: write O = 0 and LSE = -inf, never 0/0.
 #pragma unroll
   for (int i = 0; i < R; ++i) {
     const int row = ty + kRowGroups * i;
@@ -383,7 +410,7 @@ __global__ void __launch_bounds__(kThreads, TileConfig<D>::kMinBlocks)
                        out + ch * VEC);
       }
       if (tx == 0) {
-        lse_g[row] = (l_row > 0.0f) ? (m[i] + log2f(l_row)) * 0.6931471805599453f : kNegInf;
+        lse_g[row] = (l_row > 0.0f) ? (m[i] + log2f(l_row)) * kLn2F : kNegInf;
       }
     }
   }
@@ -446,7 +473,8 @@ void flash_attention_forward(const void* Q, const void* K, const void* V, void* 
     throw BadInput("flash_attention_forward: scale must be finite");
   }
 
-  [[maybe_unused]] KernelParams params{};  // unused only in the skeleton
+  // SKELETON: [[maybe_unused]]
+  KernelParams params{};
   params.q = Q;
   params.k = K;
   params.v = V;
@@ -458,7 +486,7 @@ void flash_attention_forward(const void* Q, const void* K, const void* V, void* 
   params.causal = options.causal;
   const float scale = options.scale != 0.0f ? options.scale
                                             : 1.0f / std::sqrt(static_cast<float>(shape.d));
-  params.scale_log2 = scale * 1.4426950408889634f;  // log2(e)
+  params.scale_log2 = scale * kLog2eF;
 
   // BEGIN SOLUTION flash_attention_forward
   //! Dispatch on dtype to launch_for_dtype<float> or launch_for_dtype<__nv_bfloat16>, which

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "course/errors.hpp"
+#include "course/gpu.hpp"
 #include "course/lab5_tensor_core.hpp"
 #include "flash_tc_kernel.cuh"
 
@@ -104,12 +105,13 @@ void dispatch_head_dim(int d, Version version, const KernelParams& params, int b
   return dispatch_version<128, T>(version, params, batch_heads, stream);
 }
 
+// SKELETON: [[maybe_unused]]
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
 }  // namespace
 
 void flash_attention_forward(const void* Q, const void* K, const void* V, void* O, float* lse,
-                             DType dtype, const lab4::AttentionShape& shape,
+                             DType dtype, const AttentionShape& shape,
                              const ForwardOptions& options) {
   // BEGIN SOLUTION flash_attention_forward
   //! reject bad input with course::BadInput: null pointers, pointers not 16-byte aligned
@@ -139,7 +141,7 @@ void flash_attention_forward(const void* Q, const void* K, const void* V, void* 
   params.nk = shape.Nk;
   params.causal = options.causal;
   params.scale = options.scale > 0.0f ? options.scale : 1.0f / std::sqrt(float(shape.d));
-  params.scale_log2 = params.scale * 1.4426950408889634f;  // log2(e)
+  params.scale_log2 = params.scale * kLog2eF;
 
   const int bh = static_cast<int>(batch_heads);
   if (dtype == DType::bf16) {

@@ -1,0 +1,134 @@
+// The GPU labs' toolkit: element types, the attention shape, a CUDA error check, a device
+// buffer that frees itself, and a seeded generator of normal values on the device. Shared by
+// labs 4 and 5 (your code may include it), their solutions, the grader's GPU side, the GPU
+// references and the benchmarks.
+//
+// Host compilers and nvcc both compile this header (no Eigen, no device code outside
+// __CUDACC__). It holds nothing that grading relies on: the grader draws its inputs on the CPU
+// (reference/data.hpp) and compares on its own side.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "course/math_constants.hpp"
+
+#ifdef __CUDACC__
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#endif
+
+namespace course {
+
+// The element type of Q, K, V and O in device memory (arithmetic is fp32 whatever it is). Each
+// lab accepts some of them (lab 4: fp32 and bf16; lab 5: bf16 and fp16) and throws
+// course::BadInput for the others.
+enum class DType : std::uint8_t { fp32, bf16, fp16 };
+
+constexpr const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::fp32: return "fp32";
+    case DType::bf16: return "bf16";
+    case DType::fp16: return "fp16";
+  }
+  return "unknown";
+}
+
+constexpr std::size_t dtype_bytes(DType t) { return t == DType::fp32 ? 4 : 2; }
+
+// Q is [B, H, Nq, d], K and V are [B, H, Nk, d], O is [B, H, Nq, d], row-major.
+struct AttentionShape {
+  int B = 1;   // batch
+  int H = 1;   // heads
+  int Nq = 0;  // query rows per head
+  int Nk = 0;  // key/value rows per head
+  int d = 0;   // head dimension
+};
+
+// What follows has internal linkage (an unnamed namespace): each translation unit has its own
+// copy, so no object file linked into a program can stand in for another's at link time.
+namespace {
+
+// Throws std::runtime_error naming what failed when a CUDA call did not succeed.
+inline void check_cuda(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) {
+    throw std::runtime_error(std::string(what) + " failed: " + cudaGetErrorString(status));
+  }
+}
+
+// A device allocation of `bytes` bytes (at least 1), freed when the buffer goes out of scope.
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
+    const std::string what = "cudaMalloc(" + std::to_string(bytes) + " bytes)";
+    check_cuda(cudaMalloc(&ptr_, bytes ? bytes : 1), what.c_str());
+  }
+  ~DeviceBuffer() { cudaFree(ptr_); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  void* get() const { return ptr_; }
+  template <class T>
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
+  std::size_t bytes() const { return bytes_; }
+
+  // Copies the host bytes to the start of the buffer (at most bytes() of them).
+  void upload(const std::vector<std::uint8_t>& host) {
+    const std::size_t n = host.size() < bytes_ ? host.size() : bytes_;
+    check_cuda(cudaMemcpy(ptr_, host.data(), n, cudaMemcpyHostToDevice), "cudaMemcpy to device");
+  }
+  // The whole buffer, copied to the host.
+  std::vector<std::uint8_t> download() const {
+    std::vector<std::uint8_t> host(bytes_);
+    check_cuda(cudaMemcpy(host.data(), ptr_, bytes_, cudaMemcpyDeviceToHost), "cudaMemcpy to host");
+    return host;
+  }
+
+ private:
+  void* ptr_ = nullptr;
+  std::size_t bytes_;
+};
+
+#ifdef __CUDACC__
+// Seeded inputs for timing and benchmarks, drawn on the device: element i of a buffer is a
+// function of (seed, i) only, so a seed gives the same values whatever the launch shape.
+// (The graders draw their inputs on the CPU with reference/data.hpp instead.)
+
+__device__ inline std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// Standard normal values (Box-Muller on a counter-based hash), never exactly zero in fp32.
+template <class T>
+__global__ void fill_normal_kernel(T* x, std::int64_t n, std::uint64_t seed) {
+  constexpr float kTwoPi = 6.2831853f;
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::uint64_t h = splitmix64(seed * 0x100000001B3ull + std::uint64_t(i));
+    const float u1 = (float((h >> 11) & ((1ull << 24) - 1)) + 0.5f) / float(1 << 24);
+    const float u2 = float(h >> 40) / float(1 << 24);
+    x[i] = T(sqrtf(-2.0f * logf(u1)) * cosf(kTwoPi * u2));
+  }
+}
+
+// Fills x[0, count) with standard normal values drawn from `seed`, on `stream`, without
+// synchronising. T: float, __nv_bfloat16 or __half (the values are rounded to it).
+template <class T>
+void fill_normal(T* x, std::int64_t count, std::uint64_t seed, cudaStream_t stream = nullptr) {
+  fill_normal_kernel<<<1024, 256, 0, stream>>>(x, count, seed);
+  check_cuda(cudaGetLastError(), "fill_normal_kernel<<<...>>>");
+}
+#endif  // __CUDACC__
+
+}  // namespace
+}  // namespace course
