@@ -52,13 +52,7 @@ namespace course::lab6 {
 namespace {
 
 // ---------------------------------------------------------------------------------------------
-// Host-side helpers (given).
-
-void check_cuda(cudaError_t status, const char* call) {
-  if (status != cudaSuccess) {
-    throw std::runtime_error(std::string(call) + " failed: " + cudaGetErrorString(status));
-  }
-}
+// Host-side helpers (given). check_cuda comes from course/gpu.hpp.
 
 bool aligned16(const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0; }
 

@@ -52,8 +52,7 @@ namespace course::lab6 {
 namespace {
 
 // ---------------------------------------------------------------------------------------------
-// Host-side helpers (given).
-
+// Host-side helpers (given). check_cuda comes from course/gpu.hpp.
 
 bool aligned16(const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0; }
 
