@@ -32,6 +32,19 @@ void serve_stats(isolation::Registry& r, const std::string& acc) {
   r.add("lse_of/" + acc, [](Packet& args, Packet& out) { out.put(course::lab2::lse_of(get_stats<Acc>(args))); });
 }
 
+// softmax_streaming<T, Acc> as the call `name`. With Acc = CountedFloat the exponentials it
+// computes go back with the reply (worker_main.cpp reports CountedFloat's counters).
+template <class T, class Acc>
+void serve_streaming(isolation::Registry& r, const std::string& name) {
+  r.add(isolation::call_name<T>(name), [](Packet& args, Packet& out) {
+    const course::Matrix<T> x = isolation::get_matrix<T>(args);
+    const auto block = args.get<std::int64_t>();
+    const auto result = course::lab2::softmax_streaming<T, Acc>(x, int(block));
+    isolation::put_matrix<T>(out, result.y);
+    isolation::put_vector(out, result.lse);
+  });
+}
+
 template <class T>
 void serve_dtype(isolation::Registry& r) {
   r.add(isolation::call_name<T>("block_stats"), [](Packet& args, Packet& out) {
@@ -40,13 +53,7 @@ void serve_dtype(isolation::Registry& r) {
     args.get_bytes(x.data(), sizeof(T) * x.size());
     put_stats(out, course::lab2::block_stats<T>(x.data(), int(n)));
   });
-  r.add(isolation::call_name<T>("softmax_streaming"), [](Packet& args, Packet& out) {
-    const course::Matrix<T> x = isolation::get_matrix<T>(args);
-    const auto block = args.get<std::int64_t>();
-    const auto result = course::lab2::softmax_streaming<T>(x, int(block));
-    isolation::put_matrix<T>(out, result.y);
-    isolation::put_vector(out, result.lse);
-  });
+  serve_streaming<T, course::accum_t<T>>(r, "softmax_streaming");
 }
 
 }  // namespace
@@ -58,4 +65,5 @@ void isolation::register_handlers(Registry& r) {
   serve_dtype<float>(r);
   serve_dtype<course::bf16>(r);
   serve_dtype<course::fp16>(r);
+  serve_streaming<float, course::CountedFloat>(r, "softmax_streaming_counted");
 }
