@@ -1,7 +1,7 @@
-// The lab process's side of lab 2's API; see grader/isolation/worker.hpp.
-#include <vector>
-
+// The lab process's side of lab 2's API; see grader/isolation/worker.hpp. Inputs are decoded
+// into guarded memory (guarded.hpp): reading past the end of a block or matrix crashes the call.
 #include "course/lab2_combine.hpp"
+#include "guarded.hpp"
 #include "tensors.hpp"
 #include "worker.hpp"
 
@@ -37,7 +37,7 @@ void serve_stats(isolation::Registry& r, const std::string& acc) {
 template <class T, class Acc>
 void serve_streaming(isolation::Registry& r, const std::string& name) {
   r.add(isolation::call_name<T>(name), [](Packet& args, Packet& out) {
-    const course::Matrix<T> x = isolation::get_matrix<T>(args);
+    const isolation::InputMatrix<T> x(args);
     const auto block = args.get<std::int64_t>();
     const auto result = course::lab2::softmax_streaming<T, Acc>(x, int(block));
     isolation::put_matrix<T>(out, result.y);
@@ -48,9 +48,9 @@ void serve_streaming(isolation::Registry& r, const std::string& name) {
 template <class T>
 void serve_dtype(isolation::Registry& r) {
   r.add(isolation::call_name<T>("block_stats"), [](Packet& args, Packet& out) {
+    // The block's n scores end at a guard page; an empty block is a pointer to the guard page.
     const auto n = args.get<std::int64_t>();
-    std::vector<T> x(std::size_t(n < 0 ? 0 : n));
-    args.get_bytes(x.data(), sizeof(T) * x.size());
+    const isolation::InputArray<T> x(args, std::size_t(n < 0 ? 0 : n));
     put_stats(out, course::lab2::block_stats<T>(x.data(), int(n)));
   });
   serve_streaming<T, course::accum_t<T>>(r, "softmax_streaming");
