@@ -2,7 +2,13 @@
 //
 // The combine checks feed it statistics computed here, in fp64, from the reference, so that a
 // bug in the student's block_stats cannot make combine fail (or pass) for the wrong reason.
+//
+// A softmax that ignores the block size gives the same numbers as a streaming one; the last
+// check tells them apart by counting exponentials (softmax_streaming<float, CountedFloat>): each
+// block folded in with combine costs at least one rescale.
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <limits>
 #include <string>
@@ -302,4 +308,56 @@ TEST_CASE("softmax_streaming: large logits" * grading::points(2)) {
 
 TEST_CASE("softmax_streaming: rows of length 1, 2, 3, 113" * grading::points(1)) {
   for (Eigen::Index n : {1, 2, 3, 113}) streaming_matches_reference<float>(Distribution::outliers, 2, n);
+}
+
+namespace {
+
+std::string fmt(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", x);
+  return buf;
+}
+
+// Runs softmax_streaming<float, CountedFloat> on x, checks its y against the reference (so the
+// count belongs to a correct computation), and returns the exponentials it counted.
+double counted_exponentials(const Md& x, int block) {
+  std::uint64_t& counter = course::CountedFloat::exponentials();
+  counter = 0;
+  const auto out = course::lab2::softmax_streaming<float, course::CountedFloat>(grading::to_storage<float>(x), block);
+  const double n = double(counter);
+  const Md xr = reference::round_to<float>(x);
+  grading::expect_close({"softmax_streaming<float, CountedFloat> y", "fp32", {long(x.rows()), long(x.cols())},
+                         "normal inputs, block " + std::to_string(block)},
+                        Quantity::probability, grading::to_double(out.y), reference::softmax_rows<double>(xr),
+                        reference::plain_softmax_rows<float>(xr));
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("softmax_streaming: folds one block at a time (exponentials counted)" * grading::points(2, kStreaming)) {
+  // Per row of n scores in blocks of B: block_stats costs one exponential per score, each of
+  // the ceil(n / B) combines rescales the running statistics (1 or 2 exponentials: the solution
+  // computes exp(m_a - m) and exp(m_b - m)), and pass 2 one per score: about 2n + 2 ceil(n / B).
+  // A softmax that takes the row at once costs the same for every B. Measured against B = n
+  // (one block per row): every extra block must cost at least one more exponential, which holds
+  // for any combine (linear or log domain, one or two exponentials) and any exact block_stats.
+  const Eigen::Index rows = 4, n = 113;
+  const Md x = inputs(rows, n, Distribution::normal, "streaming/counted");
+  const double one_block = counted_exponentials(x, int(n));
+  for (int block : {1, 8, 30}) {
+    const double blocks = std::ceil(double(n) / block);
+    const double got = counted_exponentials(x, block);
+    const double lower = one_block + double(rows) * (blocks - 1);
+    grading::expect(got >= lower,
+                    {"softmax_streaming<float, CountedFloat>", "fp32", {long(rows), long(n)},
+                     "normal inputs, block " + std::to_string(block)},
+                    fmt(got) + " exponentials counted with block " + std::to_string(block) + " (" +
+                        fmt(blocks) + " blocks per row) and " + fmt(one_block) + " with block = n = " +
+                        std::to_string(n) + " (one block per row); expected at least " + fmt(lower) +
+                        ", one more per extra block and row (each combine rescales the running "
+                        "statistics; the solution's 2n + 2 ceil(n / block) per row gives " +
+                        fmt(double(rows) * (2 * n + 2 * blocks)) + "): block is not honoured, "
+                        "pass 1 must fold block_stats of each block of `block` columns with combine");
+  }
 }

@@ -1,5 +1,9 @@
 // The grader's side of lab 2's API: each call is sent to the lab process (the student's code,
 // grader/isolation/), and its result read back. The grader itself never links lab code.
+//
+// softmax_streaming<float, CountedFloat> runs in the lab process too; the exponentials it
+// counted there come back with the reply and are added to this process's counters, so that a
+// check reads CountedFloat's counts as if the code had run here (as lab 3's proxy does).
 #include <string>
 #include <type_traits>
 
@@ -32,8 +36,9 @@ BlockStats<Acc> empty_stats() {
   return get_stats<Acc>(reply.results);
 }
 
-template <class T>
-BlockStats<accum_t<T>> block_stats(const T* x, int n) {
+template <class T, class Acc>
+BlockStats<Acc> block_stats(const T* x, int n) {
+  static_assert(std::is_same_v<Acc, accum_t<T>>, "the lab process serves block_stats in accum_t<T> only");
   isolation::Packet args;
   args.put<std::int64_t>(n);
   args.put_bytes(x, sizeof(T) * std::size_t(n < 0 ? 0 : n));
@@ -58,12 +63,18 @@ Acc lse_of(BlockStats<Acc> s) {
   return reply.results.template get<Acc>();
 }
 
-template <class T>
+template <class T, class Acc>
 StreamingSoftmax<T> softmax_streaming(const Matrix<T>& x, int block) {
+  constexpr bool counted = std::is_same_v<Acc, CountedFloat>;
   isolation::Packet args;
   isolation::put_matrix<T>(args, x);
   args.put<std::int64_t>(block);
-  auto reply = isolation::lab().call(isolation::call_name<T>("softmax_streaming"), args);
+  auto reply = isolation::lab().call(
+      isolation::call_name<T>(counted ? "softmax_streaming_counted" : "softmax_streaming"), args);
+  if (counted) {
+    CountedFloat::multiplications() += reply.counters["multiplications"];
+    CountedFloat::exponentials() += reply.counters["exponentials"];
+  }
   StreamingSoftmax<T> out;
   out.y = isolation::get_matrix<T>(reply.results);
   out.lse = isolation::get_vector<accum_t<T>>(reply.results);
@@ -72,17 +83,18 @@ StreamingSoftmax<T> softmax_streaming(const Matrix<T>& x, int block) {
 
 template BlockStats<float> empty_stats<float>();
 template BlockStats<double> empty_stats<double>();
-template BlockStats<double> block_stats<double>(const double*, int);
-template BlockStats<float> block_stats<float>(const float*, int);
-template BlockStats<float> block_stats<bf16>(const bf16*, int);
-template BlockStats<float> block_stats<fp16>(const fp16*, int);
+template BlockStats<double> block_stats<double, double>(const double*, int);
+template BlockStats<float> block_stats<float, float>(const float*, int);
+template BlockStats<float> block_stats<bf16, float>(const bf16*, int);
+template BlockStats<float> block_stats<fp16, float>(const fp16*, int);
 template BlockStats<float> combine<float>(BlockStats<float>, BlockStats<float>);
 template BlockStats<double> combine<double>(BlockStats<double>, BlockStats<double>);
 template float lse_of<float>(BlockStats<float>);
 template double lse_of<double>(BlockStats<double>);
-template StreamingSoftmax<double> softmax_streaming<double>(const Matrix<double>&, int);
-template StreamingSoftmax<float> softmax_streaming<float>(const Matrix<float>&, int);
-template StreamingSoftmax<bf16> softmax_streaming<bf16>(const Matrix<bf16>&, int);
-template StreamingSoftmax<fp16> softmax_streaming<fp16>(const Matrix<fp16>&, int);
+template StreamingSoftmax<double> softmax_streaming<double, double>(const Matrix<double>&, int);
+template StreamingSoftmax<float> softmax_streaming<float, float>(const Matrix<float>&, int);
+template StreamingSoftmax<bf16> softmax_streaming<bf16, float>(const Matrix<bf16>&, int);
+template StreamingSoftmax<fp16> softmax_streaming<fp16, float>(const Matrix<fp16>&, int);
+template StreamingSoftmax<float> softmax_streaming<float, CountedFloat>(const Matrix<float>&, int);
 
 }  // namespace course::lab2

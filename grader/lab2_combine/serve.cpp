@@ -1,7 +1,7 @@
-// The lab process's side of lab 2's API; see grader/isolation/worker.hpp.
-#include <vector>
-
+// The lab process's side of lab 2's API; see grader/isolation/worker.hpp. Inputs are decoded
+// into guarded memory (guarded.hpp): reading past the end of a block or matrix crashes the call.
 #include "course/lab2_combine.hpp"
+#include "guarded.hpp"
 #include "tensors.hpp"
 #include "worker.hpp"
 
@@ -32,21 +32,28 @@ void serve_stats(isolation::Registry& r, const std::string& acc) {
   r.add("lse_of/" + acc, [](Packet& args, Packet& out) { out.put(course::lab2::lse_of(get_stats<Acc>(args))); });
 }
 
-template <class T>
-void serve_dtype(isolation::Registry& r) {
-  r.add(isolation::call_name<T>("block_stats"), [](Packet& args, Packet& out) {
-    const auto n = args.get<std::int64_t>();
-    std::vector<T> x(std::size_t(n < 0 ? 0 : n));
-    args.get_bytes(x.data(), sizeof(T) * x.size());
-    put_stats(out, course::lab2::block_stats<T>(x.data(), int(n)));
-  });
-  r.add(isolation::call_name<T>("softmax_streaming"), [](Packet& args, Packet& out) {
-    const course::Matrix<T> x = isolation::get_matrix<T>(args);
+// softmax_streaming<T, Acc> as the call `name`. With Acc = CountedFloat the exponentials it
+// computes go back with the reply (worker_main.cpp reports CountedFloat's counters).
+template <class T, class Acc>
+void serve_streaming(isolation::Registry& r, const std::string& name) {
+  r.add(isolation::call_name<T>(name), [](Packet& args, Packet& out) {
+    const isolation::InputMatrix<T> x(args);
     const auto block = args.get<std::int64_t>();
-    const auto result = course::lab2::softmax_streaming<T>(x, int(block));
+    const auto result = course::lab2::softmax_streaming<T, Acc>(x, int(block));
     isolation::put_matrix<T>(out, result.y);
     isolation::put_vector(out, result.lse);
   });
+}
+
+template <class T>
+void serve_dtype(isolation::Registry& r) {
+  r.add(isolation::call_name<T>("block_stats"), [](Packet& args, Packet& out) {
+    // The block's n scores end at a guard page; an empty block is a pointer to the guard page.
+    const auto n = args.get<std::int64_t>();
+    const isolation::InputArray<T> x(args, std::size_t(n < 0 ? 0 : n));
+    put_stats(out, course::lab2::block_stats<T>(x.data(), int(n)));
+  });
+  serve_streaming<T, course::accum_t<T>>(r, "softmax_streaming");
 }
 
 }  // namespace
@@ -58,4 +65,5 @@ void isolation::register_handlers(Registry& r) {
   serve_dtype<float>(r);
   serve_dtype<course::bf16>(r);
   serve_dtype<course::fp16>(r);
+  serve_streaming<float, course::CountedFloat>(r, "softmax_streaming_counted");
 }

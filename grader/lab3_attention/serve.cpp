@@ -1,9 +1,11 @@
 // The lab process's side of lab 3's API; see grader/isolation/worker.hpp. Every attention call
 // runs under the heap meter, which counts the bytes the lab's code allocates during the call
 // (the outputs included, the inputs the server decoded before it not), and reports the peak
-// with the reply as the counter "peak_heap_bytes".
+// with the reply as the counter "peak_heap_bytes". The inputs of attention_forward are decoded
+// into guarded memory (guarded.hpp): reading past the end of Q, K or V crashes the call.
 
 #include "course/lab3_attention.hpp"
+#include "guarded.hpp"
 #include "heap_meter.hpp"
 #include "tensors.hpp"
 #include "wire_lab3.hpp"
@@ -16,9 +18,7 @@ using isolation::Packet;
 template <class T, class Acc>
 void serve_forward(isolation::Registry& r, const std::string& name) {
   r.add(isolation::call_name<T>(name), [](Packet& args, Packet& out) {
-    const course::Matrix<T> Q = isolation::get_matrix<T>(args);
-    const course::Matrix<T> K = isolation::get_matrix<T>(args);
-    const course::Matrix<T> V = isolation::get_matrix<T>(args);
+    const isolation::InputMatrix<T> Q(args), K(args), V(args);
     const auto options = isolation::get_options(args);
     grading::HeapMeter meter;
     const auto result = course::lab3::attention_forward<T, Acc>(Q, K, V, options);
