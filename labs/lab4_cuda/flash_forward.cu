@@ -92,26 +92,7 @@ struct KernelParams {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Device helpers (given): 16-byte loads of either dtype into fp32, and stores back.
-
-[[maybe_unused]] __device__ __forceinline__ void load16(const float* src, float* dst) {
-  const float4 x = *reinterpret_cast<const float4*>(src);
-  dst[0] = x.x;
-  dst[1] = x.y;
-  dst[2] = x.z;
-  dst[3] = x.w;
-}
-
-[[maybe_unused]] __device__ __forceinline__ void load16(const __nv_bfloat16* src, float* dst) {
-  const uint4 raw = *reinterpret_cast<const uint4*>(src);
-  const __nv_bfloat162* pairs = reinterpret_cast<const __nv_bfloat162*>(&raw);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const float2 f = __bfloat1622float2(pairs[i]);
-    dst[2 * i] = f.x;
-    dst[2 * i + 1] = f.y;
-  }
-}
+// Device helpers (given): tile loads built on course::load16 (course/gpu.hpp), and stores back.
 
 // Copies rows [0, ROWS) of a row-major [*, D] block in global memory into a shared fp32 tile
 // with row pitch `pitch`, multiplying by `mul`. Rows at or past `valid_rows` are filled with
