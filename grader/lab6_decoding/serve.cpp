@@ -61,6 +61,9 @@ void merge(Packet& args, Packet& out) {
   check_cuda(cudaMemcpy(dlp.get(), lse_partial.data(), lse_partial.size() * 4, cudaMemcpyHostToDevice), "cudaMemcpy");
   check_cuda(cudaMemset(dout.get(), 0xFF, o_bytes), "cudaMemset(O)");
   check_cuda(cudaMemset(dlse.get(), 0xFF, std::size_t(c.rows) * 4), "cudaMemset(lse)");
+  // cudaMemset is queued on the legacy default stream, which a non-blocking stream does not wait
+  // for: without this, the poison could land after the merge has written its results.
+  check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize before the launch");
   cudaStream_t stream;
   check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
   std::vector<std::uint8_t> o(o_bytes);
