@@ -259,6 +259,8 @@ int expect(const Args& a) {
         print_checks(lab);
         result = 1;
       }
+      std::fflush(stdout);  // one line a seed as it ends, also into a pipe (a long run killed at a
+                            // time limit still says which seeds it passed)
       continue;
     }
     print_checks(lab);
