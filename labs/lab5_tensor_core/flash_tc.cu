@@ -19,11 +19,6 @@
 
 namespace course::lab5::detail {
 
-inline void check_cuda(cudaError_t status, const char* call) {
-  if (status != cudaSuccess)
-    throw std::runtime_error(std::string(call) + " failed: " + cudaGetErrorString(status));
-}
-
 // Grid: x = query tiles, y = batch*head. Query tiles of one head are neighbours in launch order,
 // so the CTAs running at one time share that head's K and V in L2.
 // Step is a step of the staircase (flash_tc_config.cuh); any other mix of its flags launches too.
