@@ -132,6 +132,14 @@ Tolerance tolerance(Quantity q, const std::string& dtype, double plain_max_abs,
   return {limit, std::string(buf) + " [" + dtype + " " + to_string(q) + ": " + b.reason + "]"};
 }
 
+double benchmark_sanity_limit(const std::string& dtype) {
+  // fp32: ~1000x what a correct kernel errs at N = 16k (~1e-6); bf16/fp16: ~10 ulps of 2^-8 at
+  // outputs of order 1, while a dropped tile or a missing rescale errs by 0.1 or more.
+  if (dtype == "fp32") return 1e-3;
+  if (dtype == "bf16" || dtype == "fp16") return 5e-2;
+  throw std::invalid_argument("no benchmark sanity limit for " + dtype);
+}
+
 Tolerance with_score_rounding(Tolerance t, const std::string& dtype, double score_max,
                               double value_max) {
   if (dtype != "fp32") return t;

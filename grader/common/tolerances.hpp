@@ -36,6 +36,12 @@ Tolerance tolerance(Quantity q, const std::string& dtype, double plain_max_abs, 
 
 const char* to_string(Quantity q);
 
+// The gross check of a benchmark row (bench/): a kernel whose max abs error against the fp64
+// reference exceeds this computed something else, and its speed is not reported as if it were
+// right. Far looser than a grading band on purpose: benchmark shapes reach N = 16k with no
+// plain yardstick run beside them. dtype "fp32", "bf16" or "fp16".
+double benchmark_sanity_limit(const std::string& dtype);
+
 // An fp32 attention output whose scores reach |S| ~ 1e3 (rows of very negative scores, large
 // logits) errs by more than the plain fp32 attention does even when correct: FA2's exp2 with
 // scale * log2(e) folded into Q rounds every element of the scaled Q, which moves the score
