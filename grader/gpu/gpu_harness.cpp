@@ -63,13 +63,6 @@ double from_bits(DType s, const std::uint8_t* p) {
   return double(float(h));
 }
 
-std::vector<double> to_doubles(DType s, const std::vector<std::uint8_t>& bytes) {
-  const std::size_t n = bytes.size() / dtype_bytes(s);
-  std::vector<double> out(n);
-  for (std::size_t i = 0; i < n; ++i) out[i] = from_bits(s, bytes.data() + i * dtype_bytes(s));
-  return out;
-}
-
 // One tensor [B, H, rows, d] drawn from its own stream of the seed.
 // Appends x, rounded to the dtype, to a flattened tensor (values and bits).
 void append_rounded(const Config& c, const Eigen::MatrixXd& x, std::vector<double>& values,
@@ -238,13 +231,17 @@ Outputs run_lab(const Config& c, const Inputs& in) {
   gpu_wire::put_bytes(args, in.k_bytes);
   gpu_wire::put_bytes(args, in.v_bytes);
   auto reply = isolation::lab().call(std::string("forward/") + dtype_name(c.dtype), args);
-  const auto o_bytes = gpu_wire::get_bytes(reply.results);
-  const auto lse_bytes = gpu_wire::get_bytes(reply.results);
+  return read_outputs(reply.results, c, c.describe());
+}
+
+Outputs read_outputs(isolation::Packet& results, const Config& c, const std::string& call) {
+  const auto o_bytes = gpu_wire::get_bytes(results);
+  const auto lse_bytes = gpu_wire::get_bytes(results);
   Outputs out;
-  out.inputs_unchanged = reply.results.get<std::uint8_t>() != 0;
-  if (reply.results.get<std::uint8_t>() == 0)
-    throw std::runtime_error("the kernel wrote outside O and LSE (into the guard zone around a buffer: " +
-                             c.describe() + ")");
+  out.inputs_unchanged = results.get<std::uint8_t>() != 0;
+  if (results.get<std::uint8_t>() == 0)
+    throw std::runtime_error("the kernel wrote outside O and LSE (into the guard zone around a buffer: " + call +
+                             ")");
   if (o_bytes.size() != count_o(c) * dtype_bytes(c.dtype) || lse_bytes.size() != count_lse(c) * 4)
     throw isolation::LabFailure("the lab process returned outputs of the wrong size");
   out.O = to_doubles(c.dtype, o_bytes);
@@ -255,6 +252,20 @@ Outputs run_lab(const Config& c, const Inputs& in) {
     out.lse[i] = f;
   }
   return out;
+}
+
+std::vector<double> to_doubles(DType s, const std::vector<std::uint8_t>& bytes) {
+  const std::size_t n = bytes.size() / dtype_bytes(s);
+  std::vector<double> out(n);
+  for (std::size_t i = 0; i < n; ++i) out[i] = from_bits(s, bytes.data() + i * dtype_bytes(s));
+  return out;
+}
+
+double max_abs_finite(const std::vector<double>& x) {
+  double m = 0;
+  for (double v : x)
+    if (std::isfinite(v)) m = std::max(m, std::abs(v));
+  return m;
 }
 
 namespace {
@@ -295,12 +306,6 @@ bool expect_matches(const Config& c, const Outputs& got, const Reference& ref, c
                     std::uint64_t seed) {
   const grading::Shape o_shape = {c.B, c.H, c.Nq, c.d}, lse_shape = {c.B, c.H, c.Nq};
   const std::string dtype = dtype_name(c.dtype);
-  auto max_abs_finite = [](const std::vector<double>& x) {
-    double m = 0;
-    for (double v : x)
-      if (std::isfinite(v)) m = std::max(m, std::abs(v));
-    return m;
-  };
   const auto o_plain = grading::compare(ref.plain.O, ref.exact.O, o_shape);
   const auto lse_plain = grading::compare(ref.plain.lse, ref.exact.lse, lse_shape);
   const grading::Case o_case{what + " O", dtype, o_shape, c.describe(), seed};

@@ -57,6 +57,18 @@ struct Outputs {
 // isolation::LabFailure) and fail the check that called.
 Outputs run_lab(const Config& c, const Inputs& in);
 
+// Reads a kernel run's reply (what gpu_lab::put_result wrote: O's bits, LSE, the inputs-unchanged
+// and wrote-only-outputs flags) for configuration c. Throws, naming `call`, when the kernel wrote
+// outside O and LSE or the sizes do not match c. For labs whose calls carry more than a Config
+// (lab 6's splits and KV lengths), so that every GPU lab reads its results one way.
+Outputs read_outputs(isolation::Packet& results, const Config& c, const std::string& call);
+
+// Values of a buffer in dtype `s` (fp32, bf16 or fp16 bits) as doubles.
+std::vector<double> to_doubles(DType s, const std::vector<std::uint8_t>& bytes);
+
+// The largest |x| over the finite entries (the scale of a band's floor).
+double max_abs_finite(const std::vector<double>& x);
+
 // The fp64 reference and the same-dtype plain implementation's outputs for these inputs.
 struct Reference {
   Outputs exact;

@@ -10,7 +10,6 @@
 // and the scoreboard says so.
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -47,30 +46,6 @@ struct Decode {
   }
 };
 
-double bf16_bits_to_double(const std::uint8_t* p) {
-  std::uint16_t h;
-  std::memcpy(&h, p, 2);
-  const std::uint32_t w = std::uint32_t(h) << 16;
-  float f;
-  std::memcpy(&f, &w, 4);
-  return f;
-}
-
-std::vector<double> o_to_doubles(DType s, const std::vector<std::uint8_t>& bytes) {
-  const std::size_t n = bytes.size() / course::dtype_bytes(s);
-  std::vector<double> out(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (s == DType::fp32) {
-      float f;
-      std::memcpy(&f, bytes.data() + 4 * i, 4);
-      out[i] = f;
-    } else {
-      out[i] = bf16_bits_to_double(bytes.data() + 2 * i);
-    }
-  }
-  return out;
-}
-
 // Runs split_kv_forward in the lab process and reads back what it wrote.
 gpu_grading::Outputs run_decode(const Decode& t, const gpu_grading::Inputs& in) {
   decode_wire::DecodeCall call;
@@ -84,24 +59,7 @@ gpu_grading::Outputs run_decode(const Decode& t, const gpu_grading::Inputs& in) 
   gpu_wire::put_bytes(args, in.k_bytes);
   gpu_wire::put_bytes(args, in.v_bytes);
   auto reply = isolation::lab().call(std::string("decode/") + course::dtype_name(t.c.dtype), args);
-  const auto o_bytes = gpu_wire::get_bytes(reply.results);
-  const auto lse_bytes = gpu_wire::get_bytes(reply.results);
-  gpu_grading::Outputs out;
-  out.inputs_unchanged = reply.results.get<std::uint8_t>() != 0;
-  if (reply.results.get<std::uint8_t>() == 0)
-    throw std::runtime_error("the kernel wrote outside O and LSE (into the guard zone around a buffer: " +
-                             t.c.describe() + ", " + t.describe() + ")");
-  const std::size_t rows = std::size_t(t.c.B) * t.c.H * t.c.Nq;
-  if (o_bytes.size() != rows * t.c.d * course::dtype_bytes(t.c.dtype) || lse_bytes.size() != rows * 4)
-    throw isolation::LabFailure("the lab process returned outputs of the wrong size");
-  out.O = o_to_doubles(t.c.dtype, o_bytes);
-  out.lse.resize(rows);
-  for (std::size_t i = 0; i < rows; ++i) {
-    float f;
-    std::memcpy(&f, lse_bytes.data() + 4 * i, 4);
-    out.lse[i] = f;
-  }
-  return out;
+  return gpu_grading::read_outputs(reply.results, t.c, t.c.describe() + ", " + t.describe());
 }
 
 // Rows [first, first + n) of head bh of a flattened [B, H, rows, d] tensor.
@@ -265,27 +223,21 @@ void check_merge(const MergeCase& m, DType dtype, std::uint64_t seed) {
   if (o_bytes.size() != std::size_t(m.rows) * m.d * course::dtype_bytes(dtype) ||
       lse_f.size() != std::size_t(m.rows))
     throw isolation::LabFailure("the lab process returned outputs of the wrong size");
-  const std::vector<double> got_o = o_to_doubles(dtype, o_bytes), got_lse(lse_f.begin(), lse_f.end());
+  const std::vector<double> got_o = gpu_grading::to_doubles(dtype, o_bytes), got_lse(lse_f.begin(), lse_f.end());
   std::vector<double> ref_o, ref_lse, plain_o, plain_lse;
   merge_on_cpu(m, true, dtype, ref_o, ref_lse);
   merge_on_cpu(m, false, dtype, plain_o, plain_lse);
-  auto max_abs_finite = [](const std::vector<double>& x) {
-    double r = 0;
-    for (double v : x)
-      if (std::isfinite(v)) r = std::max(r, std::abs(v));
-    return r;
-  };
   const std::string dt = course::dtype_name(dtype);
   const grading::Shape o_shape = {m.rows, m.d}, lse_shape = {m.rows};
   const std::string inputs = m.name + ", " + std::to_string(m.splits) + " splits";
   grading::expect_within({"merge_partials O", dt, o_shape, inputs, seed}, grading::compare(got_o, ref_o, o_shape),
                          grading::tolerance(grading::Quantity::output, dt,
-                                            grading::compare(plain_o, ref_o, o_shape).max_abs, max_abs_finite(ref_o)));
+                                            grading::compare(plain_o, ref_o, o_shape).max_abs, gpu_grading::max_abs_finite(ref_o)));
   grading::expect_within({"merge_partials lse", dt, lse_shape, inputs, seed},
                          grading::compare(got_lse, ref_lse, lse_shape),
                          grading::tolerance(grading::Quantity::lse, "fp32",
                                             grading::compare(plain_lse, ref_lse, lse_shape).max_abs,
-                                            max_abs_finite(ref_lse)));
+                                            gpu_grading::max_abs_finite(ref_lse)));
 }
 
 std::vector<MergeCase> merge_cases(std::uint64_t seed) {
