@@ -4,6 +4,8 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -42,14 +44,14 @@ class GuardedBuffer {
     check_cuda(cudaMemset(whole_.get(), 0xFF, bytes + 2 * kGuardBytes), "cudaMemset(guard zones)");
   }
   void* data() const { return static_cast<std::uint8_t*>(whole_.get()) + kGuardBytes; }
-  void upload(const std::vector<std::uint8_t>& host) {
+  void upload(std::span<const std::uint8_t> host) {
     check_cuda(cudaMemcpy(data(), host.data(), std::min(host.size(), bytes_), cudaMemcpyHostToDevice),
                "cudaMemcpy to device");
   }
-  std::vector<std::uint8_t> download() const {
-    std::vector<std::uint8_t> host(bytes_);
-    check_cuda(cudaMemcpy(host.data(), data(), bytes_, cudaMemcpyDeviceToHost), "cudaMemcpy to host");
-    return host;
+  bool download_equals(std::span<const std::uint8_t> host) const {
+    std::vector<std::uint8_t> now(bytes_);
+    check_cuda(cudaMemcpy(now.data(), data(), bytes_, cudaMemcpyDeviceToHost), "cudaMemcpy to host");
+    return std::equal(now.begin(), now.end(), host.begin(), host.end());
   }
   bool guards_intact() const {
     std::vector<std::uint8_t> zone(kGuardBytes);
@@ -68,28 +70,38 @@ class GuardedBuffer {
 
 }  // namespace
 
-Result run_kernel(const gpu_wire::KernelCall& c, const std::vector<std::uint8_t>& q,
-                  const std::vector<std::uint8_t>& k, const std::vector<std::uint8_t>& v, const Launch& launch) {
-  const std::size_t o_bytes = c.o_elements() * course::dtype_bytes(c.dtype);
-  // O and LSE start as NaN like their guard zones: an element the kernel never writes stays NaN.
-  GuardedBuffer dq(q.size()), dk(k.size()), dv(v.size()), dout(o_bytes), dlse(c.lse_elements() * 4);
-  dq.upload(q);
-  dk.upload(k);
-  dv.upload(v);
+Run run_guarded(const std::vector<std::span<const std::uint8_t>>& inputs,
+                const std::vector<std::size_t>& output_bytes, const LaunchOnBuffers& launch) {
+  // Every buffer is allocated and poisoned before the launch (freeing or allocating memory
+  // synchronises the device, which would hide a kernel launched on the wrong stream). Outputs
+  // start as NaN like their guard zones: an element the kernel never writes stays NaN.
+  std::vector<std::unique_ptr<GuardedBuffer>> in, out;
+  std::vector<const void*> in_ptrs;
+  std::vector<void*> out_ptrs;
+  for (const auto& host : inputs) {
+    in.push_back(std::make_unique<GuardedBuffer>(host.size()));
+    in.back()->upload(host);
+    in_ptrs.push_back(in.back()->data());
+  }
+  for (std::size_t bytes : output_bytes) {
+    out.push_back(std::make_unique<GuardedBuffer>(bytes));
+    out_ptrs.push_back(out.back()->data());
+  }
+  // cudaMemset and cudaMemcpy run on the legacy default stream, which the lab's non-blocking
+  // stream does not wait for: all of it must have landed before the launch.
   check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize before the launch");
   cudaStream_t stream;
   check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
-  Result r;
-  r.O.resize(o_bytes);
-  r.lse.resize(c.lse_elements());
+  Run r;
+  for (std::size_t bytes : output_bytes) r.outputs.emplace_back(bytes);
   try {
     spin_kernel<<<1, 1, 0, 0>>>(kBusyNanoseconds);  // the legacy default stream, busy
     check_cuda(cudaGetLastError(), "the busy kernel on the default stream");
-    launch(dq.data(), dk.data(), dv.data(), dout.data(), static_cast<float*>(dlse.data()), stream);
+    launch(in_ptrs, out_ptrs, stream);
     // Ordered on the lab's stream only: work the kernel put elsewhere is not waited for.
-    check_cuda(cudaMemcpyAsync(r.O.data(), dout.data(), o_bytes, cudaMemcpyDeviceToHost, stream), "reading O on the lab's stream");
-    check_cuda(cudaMemcpyAsync(r.lse.data(), dlse.data(), r.lse.size() * 4, cudaMemcpyDeviceToHost, stream),
-               "reading lse on the lab's stream");
+    for (std::size_t i = 0; i < out.size(); ++i)
+      check_cuda(cudaMemcpyAsync(r.outputs[i].data(), out_ptrs[i], output_bytes[i], cudaMemcpyDeviceToHost, stream),
+                 "reading an output on the lab's stream");
     check_cuda(cudaStreamSynchronize(stream), "the kernel (cudaStreamSynchronize on the lab's stream)");
     check_cuda(cudaDeviceSynchronize(), "the kernel (cudaDeviceSynchronize)");
     check_cuda(cudaGetLastError(), "the kernel (cudaGetLastError)");
@@ -98,9 +110,27 @@ Result run_kernel(const gpu_wire::KernelCall& c, const std::vector<std::uint8_t>
     throw;
   }
   cudaStreamDestroy(stream);
-  r.inputs_unchanged = dq.download() == q && dk.download() == k && dv.download() == v;
-  r.wrote_only_outputs = dq.guards_intact() && dk.guards_intact() && dv.guards_intact() &&
-                         dout.guards_intact() && dlse.guards_intact();
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    r.inputs_unchanged = r.inputs_unchanged && in[i]->download_equals(inputs[i]);
+    r.wrote_only_outputs = r.wrote_only_outputs && in[i]->guards_intact();
+  }
+  for (const auto& buffer : out) r.wrote_only_outputs = r.wrote_only_outputs && buffer->guards_intact();
+  return r;
+}
+
+Result run_kernel(const gpu_wire::KernelCall& c, const std::vector<std::uint8_t>& q,
+                  const std::vector<std::uint8_t>& k, const std::vector<std::uint8_t>& v, const Launch& launch) {
+  const std::size_t o_bytes = c.o_elements() * course::dtype_bytes(c.dtype);
+  Run run = run_guarded({q, k, v}, {o_bytes, c.lse_elements() * 4},
+                        [&](const std::vector<const void*>& in, const std::vector<void*>& out, cudaStream_t stream) {
+                          launch(in[0], in[1], in[2], out[0], static_cast<float*>(out[1]), stream);
+                        });
+  Result r;
+  r.O = std::move(run.outputs[0]);
+  r.lse.resize(c.lse_elements());
+  std::memcpy(r.lse.data(), run.outputs[1].data(), run.outputs[1].size());
+  r.inputs_unchanged = run.inputs_unchanged;
+  r.wrote_only_outputs = run.wrote_only_outputs;
   return r;
 }
 

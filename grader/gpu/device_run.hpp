@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <vector>
 
 #include "course/gpu.hpp"
@@ -31,6 +32,27 @@ struct Result {
 using Launch = std::function<void(const void* q, const void* k, const void* v, void* o, float* lse,
                                   cudaStream_t stream)>;
 
+// The general form, for any number of inputs and outputs: each input is copied to the device
+// between guard zones, each output is a NaN-poisoned guarded buffer of the given size, and
+// `launch` gets their device addresses (in the same order) and the lab's non-blocking stream.
+// What comes back: every output's bytes, read on that stream after the default stream was kept
+// busy, and the two flags.
+struct Run {
+  std::vector<std::vector<std::uint8_t>> outputs;
+  bool inputs_unchanged = true;
+  bool wrote_only_outputs = true;
+};
+using LaunchOnBuffers = std::function<void(const std::vector<const void*>& inputs,
+                                           const std::vector<void*>& outputs, cudaStream_t stream)>;
+Run run_guarded(const std::vector<std::span<const std::uint8_t>>& inputs,
+                const std::vector<std::size_t>& output_bytes, const LaunchOnBuffers& launch);
+
+// The bytes of a vector of floats, as an input of run_guarded.
+inline std::span<const std::uint8_t> bytes_of(const std::vector<float>& x) {
+  return {reinterpret_cast<const std::uint8_t*>(x.data()), x.size() * sizeof(float)};
+}
+
+// The forward labs' form: Q, K, V in, O and LSE out.
 Result run_kernel(const gpu_wire::KernelCall& call, const std::vector<std::uint8_t>& q,
                   const std::vector<std::uint8_t>& k, const std::vector<std::uint8_t>& v,
                   const Launch& launch);

@@ -220,6 +220,10 @@ void check_merge(const MergeCase& m, DType dtype, std::uint64_t seed) {
   auto reply = isolation::lab().call("merge", args);
   const auto o_bytes = gpu_wire::get_bytes(reply.results);
   const auto lse_f = decode_wire::get_floats(reply.results);
+  const bool inputs_unchanged = reply.results.get<std::uint8_t>() != 0;
+  if (reply.results.get<std::uint8_t>() == 0)
+    throw std::runtime_error("merge_partials wrote outside O and LSE (into the guard zone around a buffer)");
+  if (!inputs_unchanged) throw std::runtime_error("merge_partials modified its inputs O_partial or lse_partial");
   if (o_bytes.size() != std::size_t(m.rows) * m.d * course::dtype_bytes(dtype) ||
       lse_f.size() != std::size_t(m.rows))
     throw isolation::LabFailure("the lab process returned outputs of the wrong size");

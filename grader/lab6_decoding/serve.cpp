@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "course/lab6_decoding.hpp"
@@ -51,38 +52,24 @@ void decode(Packet& args, Packet& out) {
   gpu_lab::put_result(out, result);
 }
 
-// merge_partials alone, on a non-blocking stream, into NaN-poisoned outputs.
+// merge_partials alone, inside the same harness as the whole decode (guard zones, NaN-poisoned
+// O and LSE, a busy default stream, reads ordered on the lab's stream).
 void merge(Packet& args, Packet& out) {
   const decode_wire::MergeCall c = decode_wire::get_merge(args);
   const std::vector<float> o_partial = decode_wire::get_floats(args), lse_partial = decode_wire::get_floats(args);
   const std::size_t o_bytes = std::size_t(c.rows) * c.d * course::dtype_bytes(c.dtype);
-  DeviceBuffer dop(o_partial.size() * 4), dlp(lse_partial.size() * 4), dout(o_bytes), dlse(std::size_t(c.rows) * 4);
-  check_cuda(cudaMemcpy(dop.get(), o_partial.data(), o_partial.size() * 4, cudaMemcpyHostToDevice), "cudaMemcpy");
-  check_cuda(cudaMemcpy(dlp.get(), lse_partial.data(), lse_partial.size() * 4, cudaMemcpyHostToDevice), "cudaMemcpy");
-  check_cuda(cudaMemset(dout.get(), 0xFF, o_bytes), "cudaMemset(O)");
-  check_cuda(cudaMemset(dlse.get(), 0xFF, std::size_t(c.rows) * 4), "cudaMemset(lse)");
-  // cudaMemset is queued on the legacy default stream, which a non-blocking stream does not wait
-  // for: without this, the poison could land after the merge has written its results.
-  check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize before the launch");
-  cudaStream_t stream;
-  check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
-  std::vector<std::uint8_t> o(o_bytes);
+  gpu_lab::Run run = gpu_lab::run_guarded(
+      {gpu_lab::bytes_of(o_partial), gpu_lab::bytes_of(lse_partial)}, {o_bytes, std::size_t(c.rows) * 4},
+      [&](const std::vector<const void*>& in, const std::vector<void*>& o, cudaStream_t stream) {
+        course::lab6::merge_partials(static_cast<const float*>(in[0]), static_cast<const float*>(in[1]), o[0],
+                                     static_cast<float*>(o[1]), c.dtype, c.rows, c.num_splits, c.d, stream);
+      });
   std::vector<float> lse(std::size_t(c.rows));
-  try {
-    course::lab6::merge_partials(static_cast<const float*>(dop.get()), static_cast<const float*>(dlp.get()),
-                                 dout.get(), static_cast<float*>(dlse.get()), (c.dtype), c.rows,
-                                 c.num_splits, c.d, stream);
-    check_cuda(cudaMemcpyAsync(o.data(), dout.get(), o_bytes, cudaMemcpyDeviceToHost, stream), "reading O");
-    check_cuda(cudaMemcpyAsync(lse.data(), dlse.get(), lse.size() * 4, cudaMemcpyDeviceToHost, stream), "reading lse");
-    check_cuda(cudaStreamSynchronize(stream), "merge_partials (cudaStreamSynchronize on the lab's stream)");
-    check_cuda(cudaDeviceSynchronize(), "merge_partials (cudaDeviceSynchronize)");
-  } catch (...) {
-    cudaStreamDestroy(stream);
-    throw;
-  }
-  cudaStreamDestroy(stream);
-  gpu_wire::put_bytes(out, o);
+  std::memcpy(lse.data(), run.outputs[1].data(), lse.size() * 4);
+  gpu_wire::put_bytes(out, run.outputs[0]);
   decode_wire::put_floats(out, lse);
+  out.put<std::uint8_t>(run.inputs_unchanged);
+  out.put<std::uint8_t>(run.wrote_only_outputs);
 }
 
 // The entry points with arguments that must be rejected. `which`: 0 split_kv_forward, 1

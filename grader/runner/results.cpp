@@ -75,9 +75,21 @@ double clamp01(double x) { return std::isfinite(x) ? std::clamp(x, 0.0, 1.0) : 0
 
 }  // namespace
 
-LabResult list_checks(const std::string& grader, const std::string& work_dir) {
+namespace {
+// The grader's command line: doctest's own filter leaves the excluded checks out of both the
+// list and the run.
+std::vector<std::string> grader_command(const std::string& grader, const std::string& exclude,
+                                        std::vector<std::string> args) {
+  args.insert(args.begin(), grader);
+  if (!exclude.empty()) args.push_back("--test-case-exclude=" + exclude);
+  return args;
+}
+}  // namespace
+
+LabResult list_checks(const std::string& grader, const std::string& work_dir, const std::string& exclude) {
   LabResult lab;
-  const auto listed = run_grader({grader, "--list-test-cases", "--no-version"}, work_dir + "/list.log", {}, 60);
+  const auto listed = run_grader(grader_command(grader, exclude, {"--list-test-cases", "--no-version"}),
+                                 work_dir + "/list.log", {}, 60);
   for (const auto& line : lines(listed.channel)) {
     const auto f = split(line, '\t');
     if (f.size() < 2 || f[0] != "check") continue;
@@ -113,13 +125,13 @@ LabResult grade(const GradeRequest& r) {
   mkdir(r.work_dir.c_str(), 0755);
   const std::string scratch = r.work_dir + "/scratch";
   mkdir(scratch.c_str(), 0755);
-  LabResult lab = list_checks(r.grader, r.work_dir);
+  LabResult lab = list_checks(r.grader, r.work_dir, r.exclude);
   if (lab.checks.empty() || !lab.problem.empty()) {
     fail_all(lab, "fail", lab.problem);
     return lab;
   }
   const std::string log_file = r.work_dir + "/grader.log";
-  const auto run = run_grader({r.grader, "--no-version"}, log_file,
+  const auto run = run_grader(grader_command(r.grader, r.exclude, {"--no-version"}), log_file,
                               {"COURSE_SEED=" + r.seed, "COURSE_WORKER=" + r.worker,
                                "COURSE_SOLUTION_WORKER=" + r.solution_worker,
                                "COURSE_SCRATCH=" + scratch,

@@ -48,4 +48,12 @@ grep -q '<skipped message="no CUDA device' "$dir/out/junit.xml" || fail "skipped
 python3 -c "import json,sys; json.load(open('$dir/out/results.json'))" 2>/dev/null || fail "results.json is not valid JSON"
 python3 -c "import xml.dom.minidom as m; m.parse('$dir/out/junit.xml')" 2>/dev/null || fail "junit.xml is not valid XML"
 grep -q "^7	fake_missing	0	12	build failed" "$dir/out/scores.tsv" || fail "scores.tsv lacks the lab that did not build"
+# expect --exclude leaves checks out of the list and the run (a correctness-only pass): the ok
+# grader loses a point only in "half credit", so without it that is full marks, and with it not.
+"$runner" expect --binary "$dir/grade_ok" --worker "$dir/grade_ok" --full-marks --seeds 1-2 > "$dir/expect.txt" 2>&1 &&
+  fail "expect --full-marks passed a grader that gives half credit"
+grep -q 'seed 1: NOT full marks: 11/12 points' "$dir/expect.txt" || fail "expect did not report 11/12: $(cat "$dir/expect.txt")"
+"$runner" expect --binary "$dir/grade_ok" --worker "$dir/grade_ok" --full-marks --seeds 1-2 --exclude 'half*' > "$dir/expect.txt" 2>&1 ||
+  fail "expect --exclude did not leave the check out: $(cat "$dir/expect.txt")"
+grep -q "seed 2: full marks: 10/10 points (checks matching 'half\*' left out)" "$dir/expect.txt" || fail "expect --exclude output: $(cat "$dir/expect.txt")"
 echo "runner isolation: ok"
