@@ -16,18 +16,45 @@ namespace {
 using course::check_cuda;
 using course::DeviceBuffer;
 
-// Spins one thread for `ns` nanoseconds of GPU time: keeps the legacy default stream busy.
-__global__ void spin_kernel(unsigned long long ns) {
+// Keeps the legacy default stream busy: one thread spins until the host raises `release` (after
+// it has read the results on the lab's stream) or `ns` nanoseconds of GPU time have passed. A
+// kernel launched on the default stream instead of options.stream is queued behind it, so it
+// runs only after the results were read, and they show its outputs as NaN poison.
+__global__ void spin_kernel(const volatile int* release, unsigned long long ns) {
   unsigned long long start, now;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
   do {
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-  } while (now - start < ns);
+  } while (*release == 0 && now - start < ns);
 }
 
-// How long the default stream is kept busy: long enough that a kernel queued behind it cannot
-// finish before the results are read on the lab's stream.
-constexpr unsigned long long kBusyNanoseconds = 50'000'000;  // 50 ms
+// The longest the default stream is kept busy: longer than any correct kernel of the graders'
+// shapes plus the reads. The host releases it as soon as it has the results, so a run costs
+// this much only when something is wrong.
+constexpr unsigned long long kBusyNanoseconds = 500'000'000;  // 0.5 s
+
+// A flag in pinned host memory that the spinning kernel reads through the bus.
+class ReleaseFlag {
+ public:
+  ReleaseFlag() {
+    void* pinned = nullptr;
+    check_cuda(cudaHostAlloc(&pinned, sizeof(int), cudaHostAllocMapped), "cudaHostAlloc(flag)");
+    host_ = static_cast<volatile int*>(pinned);
+    *host_ = 0;
+    void* on_device = nullptr;
+    check_cuda(cudaHostGetDevicePointer(&on_device, pinned, 0), "cudaHostGetDevicePointer(flag)");
+    device_ = static_cast<int*>(on_device);
+  }
+  ~ReleaseFlag() { cudaFreeHost(const_cast<int*>(host_)); }
+  ReleaseFlag(const ReleaseFlag&) = delete;
+  ReleaseFlag& operator=(const ReleaseFlag&) = delete;
+  const volatile int* device() const { return device_; }
+  void raise() { *host_ = 1; }
+
+ private:
+  volatile int* host_ = nullptr;
+  int* device_ = nullptr;
+};
 
 // A device buffer with a guard zone of NaN bytes on each side of the data. A kernel that reads
 // past the end of Q, K or V (say, a whole last K/V tile where only part of it is valid) reads
@@ -87,6 +114,7 @@ Run run_guarded(const std::vector<std::span<const std::uint8_t>>& inputs,
     out.push_back(std::make_unique<GuardedBuffer>(bytes));
     out_ptrs.push_back(out.back()->data());
   }
+  ReleaseFlag release;
   // cudaMemset and cudaMemcpy run on the legacy default stream, which the lab's non-blocking
   // stream does not wait for: all of it must have landed before the launch.
   check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize before the launch");
@@ -95,7 +123,7 @@ Run run_guarded(const std::vector<std::span<const std::uint8_t>>& inputs,
   Run r;
   for (std::size_t bytes : output_bytes) r.outputs.emplace_back(bytes);
   try {
-    spin_kernel<<<1, 1, 0, 0>>>(kBusyNanoseconds);  // the legacy default stream, busy
+    spin_kernel<<<1, 1, 0, 0>>>(release.device(), kBusyNanoseconds);  // the legacy default stream, busy
     check_cuda(cudaGetLastError(), "the busy kernel on the default stream");
     launch(in_ptrs, out_ptrs, stream);
     // Ordered on the lab's stream only: work the kernel put elsewhere is not waited for.
@@ -103,9 +131,11 @@ Run run_guarded(const std::vector<std::span<const std::uint8_t>>& inputs,
       check_cuda(cudaMemcpyAsync(r.outputs[i].data(), out_ptrs[i], output_bytes[i], cudaMemcpyDeviceToHost, stream),
                  "reading an output on the lab's stream");
     check_cuda(cudaStreamSynchronize(stream), "the kernel (cudaStreamSynchronize on the lab's stream)");
+    release.raise();  // the results are in: whatever waits behind the busy kernel may run now
     check_cuda(cudaDeviceSynchronize(), "the kernel (cudaDeviceSynchronize)");
     check_cuda(cudaGetLastError(), "the kernel (cudaGetLastError)");
   } catch (...) {
+    release.raise();
     cudaStreamDestroy(stream);
     throw;
   }

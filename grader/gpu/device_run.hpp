@@ -3,8 +3,8 @@
 //   - copies them to the device between guard zones of NaN (a read past an input's end shows
 //     up as NaN in the output; a write outside O and LSE changes a zone) and poisons O and LSE
 //     with NaN (every element must be written);
-//   - keeps the legacy default stream busy for a while and hands the kernel a non-blocking
-//     stream: a kernel that ignores options.stream runs late, after the results were read;
+//   - keeps the legacy default stream busy until the results are read and hands the kernel a
+//     non-blocking stream: a kernel that ignores options.stream runs late, after the reads;
 //   - reads O and LSE back with copies ordered on that stream, then waits for the whole device
 //     and checks that Q, K and V are unchanged.
 // The grader compares what comes back with the reference; nothing here judges.
