@@ -1,0 +1,162 @@
+// bench_backward: lab 7's GPU backward pass, timed, next to lab 5's forward on the same shapes
+// (the FA1 paper's forward + backward view), in the configurations of bench_attention: bf16,
+// B * N = 16k tokens, H * d = 2048, d in {64, 128}, N in {1k, 2k, 4k, 8k} (quick: 1k and 4k),
+// causal and not.
+//
+//   bench_backward --out results.csv [--quick] [--budget-s 120] [--max-reps 20]
+//
+// FLOPs: the forward is 4 B H N^2 d (two products of 2 N^2 d), the backward 10 B H N^2 d (five:
+// S recomputed, dP, dV, dQ, dK); both are halved with causal masking, the FlashAttention
+// papers' convention. TFLOP/s = FLOPs / median time. Inputs are seeded normal values; O and LSE
+// come from lab 5's forward (or, without lab 5, from seeded values: the backward's time does not
+// depend on them). Correctness is the grader's business (grade_lab7), not this program's.
+// Each row is written and flushed as soon as it is measured.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "course/lab7_backward_gpu.hpp"
+#if COURSE_HAVE_LAB5
+#include "course/lab5_tensor_core.hpp"
+#endif
+
+namespace {
+
+using course::check_cuda;
+using course::DeviceBuffer;
+
+float time_ms(const std::function<void()>& call, cudaStream_t stream, int reps) {
+  std::vector<cudaEvent_t> ev(2 * size_t(reps));
+  for (auto& e : ev) check_cuda(cudaEventCreate(&e), "cudaEventCreate");
+  for (int i = 0; i < reps; ++i) {
+    check_cuda(cudaEventRecord(ev[2 * i], stream), "cudaEventRecord");
+    call();
+    check_cuda(cudaEventRecord(ev[2 * i + 1], stream), "cudaEventRecord");
+  }
+  check_cuda(cudaEventSynchronize(ev.back()), "timed calls");
+  std::vector<float> ms(reps);
+  for (int i = 0; i < reps; ++i) check_cuda(cudaEventElapsedTime(&ms[i], ev[2 * i], ev[2 * i + 1]), "elapsed");
+  for (auto& e : ev) cudaEventDestroy(e);
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+// One call to size the repetitions, then the median of `reps` (300 ms of calls, 3..max_reps).
+float measure(const std::function<void()>& call, cudaStream_t stream, int max_reps, int& reps) {
+  call();
+  const float once = time_ms(call, stream, 1);
+  reps = std::clamp(static_cast<int>(300.0f / std::max(once, 1e-3f)), 3, max_reps);
+  return time_ms(call, stream, reps);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string out_path;
+  bool quick = false;
+  double budget_s = 1e9;
+  int max_reps = 20;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--out") out_path = value();
+    else if (a == "--quick") quick = true;
+    else if (a == "--budget-s") budget_s = std::stod(value());
+    else if (a == "--max-reps") max_reps = std::stoi(value());
+    else {
+      std::fprintf(stderr, "bench_backward: unknown option %s\n", a.c_str());
+      return 2;
+    }
+  }
+  if (out_path.empty()) {
+    std::fprintf(stderr, "usage: bench_backward --out results.csv [--quick] [--budget-s S] [--max-reps N]\n");
+    return 2;
+  }
+  FILE* csv = std::fopen(out_path.c_str(), "w");
+  if (!csv) {
+    std::perror(out_path.c_str());
+    return 2;
+  }
+  std::fprintf(csv, "impl,pass,dtype,d,N,B,H,causal,ms,tflops,status,reps\n");
+  std::fflush(csv);
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed_s = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+
+  cudaStream_t stream;
+  check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  const std::vector<int> ns = quick ? std::vector<int>{1024, 4096} : std::vector<int>{1024, 2048, 4096, 8192};
+  for (int d : {64, 128})
+    for (int n : ns)
+      for (bool causal : {false, true}) {
+        if (elapsed_s() > budget_s) {
+          std::printf("bench_backward: time budget spent, stopping\n");
+          break;
+        }
+        const course::AttentionShape shape{16384 / n, 2048 / d, n, n, d};
+        const std::size_t elems = std::size_t(shape.B) * shape.H * n * d;
+        const std::size_t rows = std::size_t(shape.B) * shape.H * n;
+        const double fwd_flops = 4.0 * shape.B * shape.H * double(n) * n * d / (causal ? 2 : 1);
+        const double bwd_flops = 2.5 * fwd_flops;
+        auto row = [&](const char* impl, const char* pass, float ms, double flops, const std::string& status, int reps) {
+          std::fprintf(csv, "%s,%s,bf16,%d,%d,%d,%d,%d,%.4f,%.1f,%s,%d\n", impl, pass, d, n, shape.B, shape.H,
+                       int(causal), ms, status == "ok" ? flops / (ms * 1e-3) / 1e12 : 0.0, status.c_str(), reps);
+          std::fflush(csv);
+          std::printf("%-6s %-8s d=%-3d N=%-5d %-10s %8.3f ms %6.1f TFLOP/s %s\n", impl, pass, d, n,
+                      causal ? "causal" : "non-causal", ms, status == "ok" ? flops / (ms * 1e-3) / 1e12 : 0.0,
+                      status.c_str());
+        };
+        try {
+          DeviceBuffer q(elems * 2), k(elems * 2), v(elems * 2), o(elems * 2), dout(elems * 2), dq(elems * 2),
+              dk(elems * 2), dv(elems * 2), lse(rows * 4), workspace(course::lab7::backward_workspace_bytes(shape));
+          course::fill_normal(q.as<__nv_bfloat16>(), std::int64_t(elems), 1);
+          course::fill_normal(k.as<__nv_bfloat16>(), std::int64_t(elems), 2);
+          course::fill_normal(v.as<__nv_bfloat16>(), std::int64_t(elems), 3);
+          course::fill_normal(dout.as<__nv_bfloat16>(), std::int64_t(elems), 4);
+          course::fill_normal(o.as<__nv_bfloat16>(), std::int64_t(elems), 5);
+          course::fill_normal(lse.as<float>(), std::int64_t(rows), 6);
+          check_cuda(cudaDeviceSynchronize(), "inputs");
+#if COURSE_HAVE_LAB5
+          course::lab5::ForwardOptions fo;
+          fo.causal = causal;
+          fo.stream = stream;
+          auto forward = [&] {
+            course::lab5::flash_attention_forward(q.get(), k.get(), v.get(), o.get(), lse.as<float>(),
+                                                  course::DType::bf16, shape, fo);
+          };
+          int reps = 0;
+          const float fwd_ms = measure(forward, stream, max_reps, reps);
+          row("lab5", "forward", fwd_ms, fwd_flops, "ok", reps);
+#endif
+          course::lab7::BackwardGpuOptions bo;
+          bo.causal = causal;
+          bo.workspace = workspace.get();
+          bo.workspace_bytes = workspace.bytes();
+          bo.stream = stream;
+          auto backward = [&] {
+            course::lab7::flash_attention_backward(q.get(), k.get(), v.get(), o.get(), dout.get(), lse.as<float>(),
+                                                   dq.get(), dk.get(), dv.get(), course::DType::bf16, shape, bo);
+          };
+          int breps = 0;
+          const float bwd_ms = measure(backward, stream, max_reps, breps);
+          row("lab7", "backward", bwd_ms, bwd_flops, "ok", breps);
+        } catch (const std::exception& e) {
+          std::string what = e.what();
+          std::replace(what.begin(), what.end(), ',', ';');
+          row("lab7", "backward", 0.0f, bwd_flops, "error: " + what.substr(0, 100), 0);
+          cudaGetLastError();
+        }
+      }
+  cudaStreamDestroy(stream);
+  std::fclose(csv);
+  return 0;
+}
