@@ -55,6 +55,7 @@ constexpr int kSide = 16;      // ty and tx both run over 16
 constexpr int kBr = 64;        // query rows per tile (B_r)
 constexpr int kBc = 64;        // keys per tile (B_c)
 constexpr int kPer = kBr / kSide;  // 4: rows (or keys) per thread
+static_assert(kBr == kBc, "load_tile and the thread layout assume square tiles");
 
 template <int D>
 struct TileConfig {
