@@ -137,7 +137,9 @@ AttentionGradients<double> plain_attention_backward(const Mat<double>& Q, const 
   const Mat<Acc> dP = rounded(dout * v.transpose());
   const Mat<Acc> D = rounded(dout.cwiseProduct(o).rowwise().sum());
   const Mat<Acc> dS = rounded(P.cwiseProduct(dP - D.replicate(1, dP.cols())));
-  auto out = [](const Mat<Acc>& x) -> Mat<double> { return round_to<T>(x.template cast<double>()); };
+  auto out = [](const Mat<Acc>& x) -> Mat<double> {
+    return round_to<T>(x.template cast<double>());
+  };
   return {out(Acc(scale) * (dS * k)), out(Acc(scale) * (dS.transpose() * q)),
           out(P.transpose() * dout)};
 }

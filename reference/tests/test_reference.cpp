@@ -219,7 +219,8 @@ TEST_CASE("attention_backward matches finite differences of L = sum(dO o O)") {
 TEST_CASE("attention_backward with one key: dV is the column sum of dO, dQ and dK are 0") {
   // A single key gets probability 1 in every row whatever the scores: O = V, nothing depends
   // on Q or K.
-  const Md Q = normal(6, 3, "q"), K = normal(1, 3, "k"), V = normal(1, 3, "v"), dO = normal(6, 3, "do");
+  const Md Q = normal(6, 3, "q"), K = normal(1, 3, "k"), V = normal(1, 3, "v"),
+           dO = normal(6, 3, "do");
   const auto g = reference::attention_backward<double>(Q, K, V, dO, 0.5, false);
   CHECK(g.dQ.cwiseAbs().maxCoeff() < 1e-15);
   CHECK(g.dK.cwiseAbs().maxCoeff() < 1e-15);
@@ -270,6 +271,7 @@ TEST_CASE("plain low-precision backward is close to, but not equal to, the fp64 
   const double err = relative_difference(bf.dK, exact.dK);
   CHECK(err > 1e-4);  // it really rounds to bf16
   CHECK(err < 5e-2);
-  const auto f32 = reference::plain_attention_backward<float>(Q, K, V, fwd.O, dO, fwd.lse, 0.25, false);
+  const auto f32 =
+      reference::plain_attention_backward<float>(Q, K, V, fwd.O, dO, fwd.lse, 0.25, false);
   CHECK(relative_difference(f32.dK, exact.dK) < 1e-5);
 }
