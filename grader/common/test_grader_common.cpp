@@ -42,7 +42,7 @@ TEST_CASE("error statistics: NaN is always bad, a matching -inf is not") {
 }
 
 TEST_CASE("tolerance bands: every dtype and quantity has one, with a reason") {
-  for (auto q : {Quantity::probability, Quantity::lse, Quantity::output})
+  for (auto q : {Quantity::probability, Quantity::lse, Quantity::output, Quantity::gradient})
     for (const char* dt : {"fp64", "fp32", "bf16", "fp16"}) {
       const Band& b = band_for(q, dt);
       CHECK(std::string(b.reason).size() > 20);
@@ -73,4 +73,23 @@ TEST_CASE("the folded-scale allowance widens fp32 output bands only, by 2 u32 ma
   const Tolerance bf16 = with_score_rounding(base, "bf16", 1000.0, 3.0);
   CHECK(bf16.limit == base.limit);
   CHECK(bf16.explain == base.explain);
+}
+
+TEST_CASE("the score-rounding allowance widens fp32 gradient bands only, by 2 sqrt(d) u32 sensitivity") {
+  const Tolerance base{1e-6, "band 1e-6 [fp32 gradient: reason]"};
+  const Tolerance fp32 = with_gradient_score_rounding(base, "fp32", 500.0, 16);
+  CHECK(fp32.limit == doctest::Approx(1e-6 + 8 * 0x1p-24 * 500.0));
+  CHECK(score_rounding_walk(500.0, 16) == doctest::Approx(4 * 0x1p-24 * 500.0));
+  CHECK(fp32.explain.find("score rounding") < fp32.explain.find(" ["));  // before the reason
+  const Tolerance fp16 = with_gradient_score_rounding(base, "fp16", 500.0, 16);
+  CHECK(fp16.limit == base.limit);
+  CHECK(fp16.explain == base.explain);
+}
+
+TEST_CASE("the fp32-error allowance widens bf16 and fp16 bands only, by twice that error") {
+  const Tolerance base{4e-3, "band 4e-3 [bf16 gradient: reason]"};
+  const Tolerance bf16 = with_fp32_error(base, "bf16", 1e-3);
+  CHECK(bf16.limit == doctest::Approx(6e-3));
+  CHECK(bf16.explain.find("fp32 error") < bf16.explain.find(" ["));
+  CHECK(with_fp32_error(base, "fp32", 1e-3).limit == base.limit);
 }

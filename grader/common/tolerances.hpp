@@ -16,6 +16,7 @@ enum class Quantity {
   probability,  // softmax output, in [0, 1], stored in the lab's dtype
   lse,          // log-sum-exp, stored in the accumulation dtype (fp32 or fp64)
   output,       // attention output O, stored in the lab's dtype
+  gradient,     // dQ, dK or dV of the backward pass (lab 7), stored in the lab's dtype
 };
 
 struct Band {
@@ -53,6 +54,41 @@ double benchmark_sanity_limit(const std::string& dtype);
 // value_max = max |V|.
 Tolerance with_score_rounding(Tolerance t, const std::string& dtype, double score_max,
                               double value_max);
+
+// The same allowance for the gradients of the backward pass (lab 7). A score is a sum of d
+// products, rounded as it is summed, at partial sums of up to c_ij = scale sum_t |q_it k_jt|; a
+// correct code sums in another order than the plain backward does (and may fold the scale, or
+// scale * log2(e), into Q, and convert the LSE to base 2: one more rounding each), so the two
+// codes' S_ij differ by a random walk of such roundings, about sqrt(d) u32 c_ij each. That moves
+// P_ij = exp(S_ij - LSE_i) by the factor 1 + sqrt(d) u32 c_ij, and a gradient, to first order,
+// by sqrt(d) u32 times its `sensitivity`, the largest over its elements of
+//   dV_jt: sum_i P_ij c_ij |dO_it|
+//   dQ_it: scale sum_j P_ij c_ij |dP_ij - D_i| |K_jt|
+//   dK_jt: scale sum_i P_ij c_ij |dP_ij - D_i| |Q_it|
+// (the grader computes it from the inputs). Why it is needed: where a row's two largest scores
+// nearly tie, the rounding of one score decides a gradient's error, so the ratio of a correct
+// code's error to the plain backward's is heavy-tailed (over 7x at scale 30 in 300 seeds) and a
+// multiple of the plain error alone is no bound.
+//
+// score_rounding_walk is that sqrt(d) u32 sensitivity. with_gradient_score_rounding adds twice
+// it (the code's walk and the plain's) to an fp32 band; other dtypes are returned unchanged
+// (their outer band is set by their own, far larger, roundings). Measured beyond 2x plain: up to
+// 0.45 sqrt(d) u32 sensitivity for the solution (d = 16, scale 30) and 0.6 for FA2's exp2 form
+// (d = 64, outliers), in 1000 seeds each. For bf16 and fp16 the same walk is added to the plain
+// fp32 error E32 of the per-element band (ElementBand below), whose fp32 term has the same tail.
+double score_rounding_walk(double sensitivity, int head_dim);
+Tolerance with_gradient_score_rounding(Tolerance t, const std::string& dtype, double sensitivity,
+                                       int head_dim);
+
+// A bf16 or fp16 gradient band widened by twice the fp32 error E32 of the same inputs (the plain
+// fp32 backward's max abs error plus the score-rounding walk: the fp32 term of the per-element
+// band below). The backward's inputs O and LSE reach the lab rounded to the dtype, and
+// D = rowsum(dO o O) inherits O's rounding, up to u sum_t |dO_it O_it| per row: an error every
+// correct code makes, but one that the plain same-dtype backward's own roundings can happen to
+// cancel on a small problem, where its error is a poor yardstick (seen: 1.5x FlashAttention's
+// band at Nq = Nk = 2, d = 1). E32 carries that error, from the same rounded O. Other dtypes are
+// returned unchanged.
+Tolerance with_fp32_error(Tolerance t, const std::string& dtype, double fp32_error);
 
 // The tight, per-element band for bf16 and fp16 results (the outer band above is FlashAttention's
 // rule; this one models the arithmetic a correct implementation does: fp32 inside, one rounding

@@ -77,6 +77,11 @@ struct MatrixStorage {
   Eigen::Index rows;
   Eigen::Index cols;
 };
+// ... and of a dynamic column vector: its data pointer, then rows.
+struct VectorStorage {
+  void* data;
+  Eigen::Index rows;
+};
 
 // Whether course::Matrix<T> is laid out as MatrixStorage (checked once on a real matrix); if
 // not (another Eigen), InputMatrix allocates as usual, without the guard.
@@ -90,6 +95,20 @@ bool matrix_storage_known() {
       MatrixStorage s;
       std::memcpy(&s, static_cast<const void*>(&probe), sizeof s);
       return s.data == probe.data() && s.rows == 3 && s.cols == 5;
+    }
+  }();
+  return known;
+}
+template <class T>
+bool vector_storage_known() {
+  static const bool known = [] {
+    if constexpr (sizeof(course::Vector<T>) != sizeof(VectorStorage)) {
+      return false;
+    } else {
+      const course::Vector<T> probe(7);
+      VectorStorage s;
+      std::memcpy(&s, static_cast<const void*>(&probe), sizeof s);
+      return s.data == probe.data() && s.rows == 7;
     }
   }();
   return known;
@@ -141,6 +160,48 @@ class InputMatrix {
   bool guarded_ = false;
   union {
     course::Matrix<T> matrix_;  // constructed and destroyed by hand (above)
+  };
+};
+
+// A course::Vector<T> from the wire (its length, then the elements, as put_vector writes them)
+// whose elements lie in a GuardedBuffer; InputMatrix's scheme for a column vector (lab 7's lse).
+template <class T>
+class InputVector {
+ public:
+  explicit InputVector(Packet& p) {
+    const std::size_t n = p.get_count(sizeof(T));
+    const std::size_t bytes = sizeof(T) * n;
+    if (bytes > 0 && detail::vector_storage_known<T>()) {
+      const std::size_t align =
+          std::max<std::size_t>({16, std::size_t(EIGEN_MAX_ALIGN_BYTES), alignof(T)});
+      buffer_ = GuardedBuffer(bytes, align);
+      new (&vector_) course::Vector<T>();
+      point_storage(buffer_.data(), Eigen::Index(n));
+      guarded_ = true;
+    } else {
+      new (&vector_) course::Vector<T>(Eigen::Index(n));
+    }
+    p.get_bytes(vector_.data(), bytes);
+  }
+  ~InputVector() {
+    if (guarded_) point_storage(nullptr, 0);
+    vector_.~Matrix();
+  }
+  InputVector(const InputVector&) = delete;
+  InputVector& operator=(const InputVector&) = delete;
+
+  operator const course::Vector<T>&() const { return vector_; }  // NOLINT: used as the vector
+
+ private:
+  void point_storage(void* data, Eigen::Index rows) {
+    const detail::VectorStorage s{data, rows};
+    std::memcpy(static_cast<void*>(&vector_), &s, sizeof s);
+  }
+
+  GuardedBuffer buffer_;
+  bool guarded_ = false;
+  union {
+    course::Vector<T> vector_;  // constructed and destroyed by hand (above)
   };
 };
 

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "attention_problem.hpp"
 #include "compare.hpp"
 #include "course/counted.hpp"
 #include "course/lab3_attention.hpp"
@@ -36,39 +37,11 @@ using reference::Distribution;
 
 namespace {
 
-// One attention problem: shapes, tiles, masking, scale and how Q and K are drawn.
-struct Problem {
-  int Nq, Nk, d;
-  int block_q, block_k;
-  bool causal = false;
-  std::optional<double> scale = std::nullopt;
-  Distribution dist = Distribution::normal;  // for Q and K; V is always normal
-};
+using Problem = grading::AttentionProblem;
+using grading::describe;
+using grading::scale_of;
 
-std::string describe(const Problem& p, std::uint64_t seed) {
-  std::string s = "Nq " + std::to_string(p.Nq) + ", Nk " + std::to_string(p.Nk) + ", d " +
-                  std::to_string(p.d) + ", block_q " + std::to_string(p.block_q) + ", block_k " +
-                  std::to_string(p.block_k) + (p.causal ? ", causal" : ", not causal");
-  if (p.scale) {
-    char buf[48];
-    std::snprintf(buf, sizeof buf, ", scale %g", *p.scale);
-    s += buf;
-  }
-  s += std::string(", ") + reference::to_string(p.dist) + " Q/K";
-  if (seed != grading::seed()) s += ", inputs drawn with seed " + std::to_string(seed);
-  return s;
-}
-
-double scale_of(const Problem& p) { return p.scale ? *p.scale : 1.0 / std::sqrt(double(p.d)); }
-
-AttentionOptions options_of(const Problem& p) {
-  AttentionOptions o;
-  o.block_q = p.block_q;
-  o.block_k = p.block_k;
-  o.causal = p.causal;
-  o.scale = p.scale;
-  return o;
-}
+AttentionOptions options_of(const Problem& p) { return grading::options_of<AttentionOptions>(p); }
 
 // The inputs of a problem, in fp64, before rounding to the lab's dtype.
 struct Inputs {

@@ -4,7 +4,7 @@
 // attention_forward<float, CountedFloat> runs in the lab process too; the multiplications and
 // exponentials it counted there come back with the reply and are added to this process's
 // counters, so that a check reads CountedFloat's counts as if the code had run here. The heap peak of the
-// call comes back the same way, for grading::HeapMeter (remote_heap_meter.cpp).
+// call comes back the same way, for grading::HeapMeter (common/remote_heap_meter.cpp).
 #include "course/lab3_attention.hpp"
 #include "lab_process.hpp"
 #include "remote_heap_meter.hpp"
@@ -21,7 +21,7 @@ AttentionOutput<T> attention_forward(const Matrix<T>& Q, const Matrix<T>& K, con
   isolation::put_matrix<T>(args, Q);
   isolation::put_matrix<T>(args, K);
   isolation::put_matrix<T>(args, V);
-  isolation::put_options(args, options);
+  isolation::put_tile_options(args, options);
   auto reply = isolation::lab().call(
       isolation::call_name<T>(counted ? "attention_forward_counted" : "attention_forward"), args);
   if (counted) {
@@ -42,7 +42,7 @@ BatchedOutput<T> attention_forward_batched(const Tensor4<T>& Q, const Tensor4<T>
   isolation::put_tensor4(args, Q);
   isolation::put_tensor4(args, K);
   isolation::put_tensor4(args, V);
-  isolation::put_options(args, options);
+  isolation::put_tile_options(args, options);
   auto reply = isolation::lab().call(isolation::call_name<T>("attention_forward_batched"), args);
   grading::record_lab_heap_peak(reply);
   BatchedOutput<T> out;

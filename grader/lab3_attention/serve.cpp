@@ -19,7 +19,7 @@ template <class T, class Acc>
 void serve_forward(isolation::Registry& r, const std::string& name) {
   r.add(isolation::call_name<T>(name), [](Packet& args, Packet& out) {
     const isolation::InputMatrix<T> Q(args), K(args), V(args);
-    const auto options = isolation::get_options(args);
+    const auto options = isolation::get_tile_options<course::lab3::AttentionOptions>(args);
     grading::HeapMeter meter;
     const auto result = course::lab3::attention_forward<T, Acc>(Q, K, V, options);
     isolation::report_counter("peak_heap_bytes", std::uint64_t(meter.peak_bytes()));
@@ -35,7 +35,7 @@ void serve_dtype(isolation::Registry& r) {
     const auto Q = isolation::get_tensor4<T>(args);
     const auto K = isolation::get_tensor4<T>(args);
     const auto V = isolation::get_tensor4<T>(args);
-    const auto options = isolation::get_options(args);
+    const auto options = isolation::get_tile_options<course::lab3::AttentionOptions>(args);
     grading::HeapMeter meter;
     const auto result = course::lab3::attention_forward_batched<T>(Q, K, V, options);
     isolation::report_counter("peak_heap_bytes", std::uint64_t(meter.peak_bytes()));

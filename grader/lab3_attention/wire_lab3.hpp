@@ -1,31 +1,14 @@
-// Lab 3's options and batched tensors on the wire (shared by proxy.cpp and serve.cpp).
+// Lab 3's batched tensors on the wire (shared by proxy.cpp and serve.cpp); its options travel
+// as tile_options.hpp writes them.
 #pragma once
 
 #include <cstdint>
 
 #include "course/lab3_attention.hpp"
+#include "tile_options.hpp"
 #include "wire.hpp"
 
 namespace isolation {
-
-inline void put_options(Packet& p, const course::lab3::AttentionOptions& o) {
-  p.put<std::int64_t>(o.block_q);
-  p.put<std::int64_t>(o.block_k);
-  p.put<std::uint8_t>(o.causal);
-  p.put<std::uint8_t>(o.scale.has_value());
-  p.put<double>(o.scale.value_or(0.0));
-}
-
-inline course::lab3::AttentionOptions get_options(Packet& p) {
-  course::lab3::AttentionOptions o;
-  o.block_q = int(p.get<std::int64_t>());
-  o.block_k = int(p.get<std::int64_t>());
-  o.causal = p.get<std::uint8_t>() != 0;
-  const bool has_scale = p.get<std::uint8_t>() != 0;
-  const double scale = p.get<double>();
-  if (has_scale) o.scale = scale;
-  return o;
-}
 
 template <class T>
 void put_tensor4(Packet& p, const course::Tensor4<T>& t) {

@@ -3,7 +3,8 @@
 // Lab 3's grader instantiates the student's attention with Acc = CountedFloat to measure how
 // much arithmetic the code really did (e.g. that causal masking skips about half the tiles, and
 // that keys are streamed in tiles of block_k: each tile rescales a row's running statistics,
-// which costs one exponential). The counts cannot be faked without doing the work: each product
+// which costs one exponential). Lab 7's grader does the same with the backward pass (one
+// exponential per score: P recomputed once, from the saved LSE). The counts cannot be faked without doing the work: each product
 // of two accumulator values, and each course::exp / course::exp2 of one, adds one to a
 // per-thread counter. It is a float in every other respect.
 #pragma once

@@ -67,6 +67,17 @@ Attention<R> attention(const Mat<R>& Q, const Mat<R>& K, const Mat<R>& V, R scal
   return {softmax_rows(S) * V, logsumexp_rows(S)};
 }
 
+template <class R>
+AttentionGradients<R> attention_backward(const Mat<R>& Q, const Mat<R>& K, const Mat<R>& V,
+                                         const Mat<R>& dO, R scale, bool causal) {
+  const Mat<R> P = softmax_rows(scores(Q, K, scale, causal));  // a row with no key is all 0
+  const Mat<R> dP = dO * V.transpose();
+  // The softmax's Jacobian applied to each row: dS_ij = P_ij (dP_ij - sum_k P_ik dP_ik).
+  const Vec<R> row_dot = P.cwiseProduct(dP).rowwise().sum();
+  const Mat<R> dS = P.cwiseProduct(dP - row_dot.replicate(1, dP.cols()));
+  return {scale * (dS * K), scale * (dS.transpose() * Q), P.transpose() * dO};
+}
+
 template <class T>
 Mat<double> round_to(const Mat<double>& x) {
   if constexpr (std::is_same_v<T, double>) {
@@ -104,11 +115,42 @@ Attention<double> plain_attention(const Mat<double>& Q, const Mat<double>& K, co
   return {round_to<T>(O.template cast<double>()), logsumexp_rows<Acc>(S).template cast<double>()};
 }
 
+template <class T>
+AttentionGradients<double> plain_attention_backward(const Mat<double>& Q, const Mat<double>& K,
+                                                    const Mat<double>& V, const Mat<double>& O,
+                                                    const Mat<double>& dO, const Vec<double>& lse,
+                                                    double scale, bool causal) {
+  using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  // Each intermediate computed in Acc from the rounded values before it, then rounded to T.
+  auto rounded = [](const Mat<Acc>& x) -> Mat<Acc> {
+    return round_to<T>(x.template cast<double>()).template cast<Acc>();
+  };
+  const Mat<Acc> q = Q.template cast<Acc>(), k = K.template cast<Acc>(),
+                 v = V.template cast<Acc>(), o = O.template cast<Acc>(),
+                 dout = dO.template cast<Acc>();
+  const Mat<Acc> S = rounded(scores<Acc>(q, k, Acc(scale), causal));
+  Mat<Acc> P = Mat<Acc>::Zero(S.rows(), S.cols());
+  for (Eigen::Index c = 0; c < S.cols(); ++c)
+    for (Eigen::Index r = 0; r < S.rows(); ++r)
+      if (lse(r) != neg_inf<double>()) P(r, c) = std::exp(S(r, c) - Acc(lse(r)));
+  P = rounded(P);
+  const Mat<Acc> dP = rounded(dout * v.transpose());
+  const Mat<Acc> D = rounded(dout.cwiseProduct(o).rowwise().sum());
+  const Mat<Acc> dS = rounded(P.cwiseProduct(dP - D.replicate(1, dP.cols())));
+  auto out = [](const Mat<Acc>& x) -> Mat<double> {
+    return round_to<T>(x.template cast<double>());
+  };
+  return {out(Acc(scale) * (dS * k)), out(Acc(scale) * (dS.transpose() * q)),
+          out(P.transpose() * dout)};
+}
+
 #define REFERENCE_INSTANTIATE_REAL(R)                                              \
   template Vec<R> logsumexp_rows<R>(const Mat<R>&);                                \
   template Mat<R> softmax_rows<R>(const Mat<R>&);                                  \
   template Mat<R> scores<R>(const Mat<R>&, const Mat<R>&, R, bool);                \
-  template Attention<R> attention<R>(const Mat<R>&, const Mat<R>&, const Mat<R>&, R, bool);
+  template Attention<R> attention<R>(const Mat<R>&, const Mat<R>&, const Mat<R>&, R, bool);  \
+  template AttentionGradients<R> attention_backward<R>(const Mat<R>&, const Mat<R>&,       \
+                                                       const Mat<R>&, const Mat<R>&, R, bool);
 REFERENCE_INSTANTIATE_REAL(float)
 REFERENCE_INSTANTIATE_REAL(double)
 REFERENCE_INSTANTIATE_REAL(long double)
@@ -118,7 +160,10 @@ REFERENCE_INSTANTIATE_REAL(long double)
   template Mat<double> plain_softmax_rows<T>(const Mat<double>&);                          \
   template Vec<double> plain_logsumexp_rows<T>(const Mat<double>&);                        \
   template Attention<double> plain_attention<T>(const Mat<double>&, const Mat<double>&,    \
-                                                const Mat<double>&, double, bool);
+                                                const Mat<double>&, double, bool);        \
+  template AttentionGradients<double> plain_attention_backward<T>(                         \
+      const Mat<double>&, const Mat<double>&, const Mat<double>&, const Mat<double>&,      \
+      const Mat<double>&, const Vec<double>&, double, bool);
 REFERENCE_INSTANTIATE_STORAGE(double)
 REFERENCE_INSTANTIATE_STORAGE(float)
 REFERENCE_INSTANTIATE_STORAGE(Eigen::bfloat16)

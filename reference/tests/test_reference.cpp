@@ -3,8 +3,10 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "reference/data.hpp"
 #include "reference/reference.hpp"
@@ -157,4 +159,119 @@ TEST_CASE("data generator: attention inputs with shifted rows and large scores")
   const auto big = reference::attention_inputs(64, 64, 16, reference::Distribution::large_scores, rng2);
   const Md S2 = reference::scores<double>(big.Q, big.K, 0.25, false);
   CHECK(S2.cwiseAbs().maxCoeff() > 89);  // beyond fp32's exp overflow
+}
+
+// --- The backward pass ---------------------------------------------------------------------------
+
+namespace {
+using Mld = Mat<long double>;
+
+// L = sum(dO o O) for O = attention(Q, K, V): its gradients are what attention_backward returns.
+long double loss(const Mld& Q, const Mld& K, const Mld& V, const Mld& dO, long double scale,
+                 bool causal) {
+  return reference::attention<long double>(Q, K, V, scale, causal).O.cwiseProduct(dO).sum();
+}
+
+// The central difference (L(x + h) - L(x - h)) / 2h for every element of one of Q, K, V (which
+// = 0, 1, 2), in long double: truncation error ~h^2 = 1e-10, rounding ~1e-19 / h = 1e-14.
+Md finite_difference(int which, const Md& Q, const Md& K, const Md& V, const Md& dO, double scale,
+                     bool causal) {
+  const long double h = 1e-5L;
+  Mld x[3] = {Q.cast<long double>(), K.cast<long double>(), V.cast<long double>()};
+  const Mld dout = dO.cast<long double>();
+  Md grad(x[which].rows(), x[which].cols());
+  for (Eigen::Index r = 0; r < grad.rows(); ++r)
+    for (Eigen::Index c = 0; c < grad.cols(); ++c) {
+      const long double keep = x[which](r, c);
+      x[which](r, c) = keep + h;
+      const long double up = loss(x[0], x[1], x[2], dout, scale, causal);
+      x[which](r, c) = keep - h;
+      const long double down = loss(x[0], x[1], x[2], dout, scale, causal);
+      x[which](r, c) = keep;
+      grad(r, c) = double((up - down) / (2 * h));
+    }
+  return grad;
+}
+
+double relative_difference(const Md& a, const Md& b) {
+  return (a - b).cwiseAbs().maxCoeff() / std::max(1e-300, b.cwiseAbs().maxCoeff());
+}
+}  // namespace
+
+TEST_CASE("attention_backward matches finite differences of L = sum(dO o O)") {
+  // Nq < Nk, Nq > Nk (causal: the first two queries see no key), causal and not. Measured
+  // agreement ~1e-10, the central difference's own truncation error.
+  for (auto [Nq, Nk] : {std::pair{3, 5}, std::pair{5, 3}})
+    for (bool causal : {false, true}) {
+      CAPTURE(Nq);
+      CAPTURE(Nk);
+      CAPTURE(causal);
+      const Md Q = normal(Nq, 4, "q"), K = normal(Nk, 4, "k"), V = normal(Nk, 4, "v"),
+               dO = normal(Nq, 4, "do");
+      const auto g = reference::attention_backward<double>(Q, K, V, dO, 0.7, causal);
+      CHECK(relative_difference(g.dQ, finite_difference(0, Q, K, V, dO, 0.7, causal)) < 1e-8);
+      CHECK(relative_difference(g.dK, finite_difference(1, Q, K, V, dO, 0.7, causal)) < 1e-8);
+      CHECK(relative_difference(g.dV, finite_difference(2, Q, K, V, dO, 0.7, causal)) < 1e-8);
+      if (causal && Nq > Nk) CHECK(g.dQ.topRows(Nq - Nk).isZero());  // rows with no key
+    }
+}
+
+TEST_CASE("attention_backward with one key: dV is the column sum of dO, dQ and dK are 0") {
+  // A single key gets probability 1 in every row whatever the scores: O = V, nothing depends
+  // on Q or K.
+  const Md Q = normal(6, 3, "q"), K = normal(1, 3, "k"), V = normal(1, 3, "v"),
+           dO = normal(6, 3, "do");
+  const auto g = reference::attention_backward<double>(Q, K, V, dO, 0.5, false);
+  CHECK(g.dQ.cwiseAbs().maxCoeff() < 1e-15);
+  CHECK(g.dK.cwiseAbs().maxCoeff() < 1e-15);
+  CHECK((g.dV - dO.colwise().sum()).cwiseAbs().maxCoeff() < 1e-15);
+}
+
+TEST_CASE("fp64 backward agrees with the same computation in long double") {
+  for (bool causal : {false, true}) {
+    const Md Q = normal(65, 16, "q"), K = normal(70, 16, "k"), V = normal(70, 16, "v"),
+             dO = normal(65, 16, "do");
+    const auto a = reference::attention_backward<double>(Q, K, V, dO, 0.25, causal);
+    const auto b = reference::attention_backward<long double>(
+        Q.cast<long double>(), K.cast<long double>(), V.cast<long double>(),
+        dO.cast<long double>(), 0.25L, causal);
+    CHECK(relative_difference(a.dQ, b.dQ.cast<double>()) < 1e-14);
+    CHECK(relative_difference(a.dK, b.dK.cast<double>()) < 1e-14);
+    CHECK(relative_difference(a.dV, b.dV.cast<double>()) < 1e-14);
+  }
+}
+
+TEST_CASE("the backward from the saved O and LSE (FA2's formulas) equals the definition in fp64") {
+  // D = rowsum(dO o O) and P = exp(S - LSE) are the definitions' sum_k P dP and softmax(S),
+  // rewritten: with the true O and LSE the plain fp64 backward is the reference, to rounding.
+  // Nq > Nk and causal: rows that see no key (LSE = -inf) must give 0, not NaN.
+  for (auto [Nq, Nk] : {std::pair{40, 57}, std::pair{57, 40}})
+    for (bool causal : {false, true}) {
+      const Md Q = normal(Nq, 8, "q"), K = normal(Nk, 8, "k"), V = normal(Nk, 8, "v"),
+               dO = normal(Nq, 8, "do");
+      const auto fwd = reference::attention<double>(Q, K, V, 0.35, causal);
+      const auto ref = reference::attention_backward<double>(Q, K, V, dO, 0.35, causal);
+      const auto saved =
+          reference::plain_attention_backward<double>(Q, K, V, fwd.O, dO, fwd.lse, 0.35, causal);
+      CHECK_FALSE(saved.dQ.hasNaN());
+      CHECK_FALSE(saved.dK.hasNaN());
+      CHECK(relative_difference(saved.dQ, ref.dQ) < 1e-13);
+      CHECK(relative_difference(saved.dK, ref.dK) < 1e-13);
+      CHECK(relative_difference(saved.dV, ref.dV) < 1e-13);
+    }
+}
+
+TEST_CASE("plain low-precision backward is close to, but not equal to, the fp64 one") {
+  const Md Q = normal(32, 16, "q"), K = normal(40, 16, "k"), V = normal(40, 16, "v"),
+           dO = normal(32, 16, "do");
+  const auto fwd = reference::attention<double>(Q, K, V, 0.25, false);
+  const auto exact = reference::attention_backward<double>(Q, K, V, dO, 0.25, false);
+  const auto bf = reference::plain_attention_backward<Eigen::bfloat16>(
+      Q, K, V, reference::round_to<Eigen::bfloat16>(fwd.O), dO, fwd.lse, 0.25, false);
+  const double err = relative_difference(bf.dK, exact.dK);
+  CHECK(err > 1e-4);  // it really rounds to bf16
+  CHECK(err < 5e-2);
+  const auto f32 =
+      reference::plain_attention_backward<float>(Q, K, V, fwd.O, dO, fwd.lse, 0.25, false);
+  CHECK(relative_difference(f32.dK, exact.dK) < 1e-5);
 }

@@ -42,6 +42,23 @@ struct Attention {
 template <class R>
 Attention<R> attention(const Mat<R>& Q, const Mat<R>& K, const Mat<R>& V, R scale, bool causal);
 
+// The backward pass: the gradients of a loss L with respect to Q, K and V, given dO = dL/dO.
+template <class R>
+struct AttentionGradients {
+  Mat<R> dQ;  // [Nq, d]
+  Mat<R> dK;  // [Nk, d]
+  Mat<R> dV;  // [Nk, d]
+};
+
+// The gradients of attention(Q, K, V, scale, causal), from the definitions, with full matrices:
+//   P = softmax(S) (masked; a row that sees no key is 0), O = P V,
+//   dV = P^T dO,  dP = dO V^T,  dS = P o (dP - rowsum(P o dP))  (the softmax's Jacobian),
+//   dQ = scale dS K,  dK = scale dS^T Q.
+// Nothing here uses a saved O or LSE: this is the truth the labs' backward passes are held to.
+template <class R>
+AttentionGradients<R> attention_backward(const Mat<R>& Q, const Mat<R>& K, const Mat<R>& V,
+                                         const Mat<R>& dO, R scale, bool causal);
+
 // "Plain" implementations in storage type T with T's usual arithmetic (fp32 accumulation for
 // bf16/fp16, as PyTorch's unfused math path does): every intermediate (S, P, O) rounded to T.
 // They are the yardstick of the tolerance bands (FlashAttention's own test rule: a fused
@@ -54,6 +71,21 @@ Vec<double> plain_logsumexp_rows(const Mat<double>& x);
 template <class T>
 Attention<double> plain_attention(const Mat<double>& Q, const Mat<double>& K,
                                   const Mat<double>& V, double scale, bool causal);
+
+// The backward pass the way lab 7's API states it, from the forward's saved statistics, with
+// full matrices and every intermediate rounded to T: S = scale Q K^T, P = exp(S - lse) (0 in a
+// row whose lse is -inf), dV = P^T dO, dP = dO V^T, D = rowsum(dO o O), dS = P o (dP - D),
+// dQ = scale dS K, dK = scale dS^T Q, each rounded to T (products accumulated in fp32 for the
+// 16-bit types, as PyTorch's unfused math path does). O and lse are whatever the caller gives:
+// with T = double and the true O and LSE it is attention_backward above, to rounding; with
+// others it is the formula the API promises for them. It is the yardstick of the gradient bands
+// (the error a straightforward same-precision code makes on the same inputs) and, in fp64, the
+// reference of the check that the saved statistics are used as given.
+template <class T>
+AttentionGradients<double> plain_attention_backward(const Mat<double>& Q, const Mat<double>& K,
+                                                    const Mat<double>& V, const Mat<double>& O,
+                                                    const Mat<double>& dO, const Vec<double>& lse,
+                                                    double scale, bool causal);
 
 // Round every element to T and back: the inputs every lab actually sees.
 template <class T>

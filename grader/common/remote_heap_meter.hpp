@@ -1,4 +1,5 @@
-// For the lab 3 proxy: hands the heap peak measured in the lab process to grading::HeapMeter.
+// For the proxies of labs 3 and 7: hands the heap peak measured in the lab process to
+// grading::HeapMeter.
 #pragma once
 
 #include "lab_process.hpp"

@@ -1,7 +1,7 @@
 // grading::HeapMeter as the grader sees it. The lab's code runs in the lab process, so that is
-// where its allocations are counted (heap_meter.cpp is linked there, and serve.cpp meters every
-// attention call); the peak comes back with each reply. A meter here collects the largest peak
-// of the calls made while it lives.
+// where its allocations are counted (heap_meter.cpp is linked there, and the lab's serve.cpp
+// meters every call of its API); the peak comes back with each reply. A meter here collects the
+// largest peak of the calls made while it lives.
 #include "heap_meter.hpp"
 #include "lab_process.hpp"
 #include "remote_heap_meter.hpp"

@@ -1,0 +1,56 @@
+// One attention problem of the CPU attention graders (lab 3's forward, lab 7's backward): shapes,
+// tiles, masking, scale and how Q and K are drawn, and how a failure message names it.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include "grading.hpp"
+#include "reference/data.hpp"
+
+namespace grading {
+
+struct AttentionProblem {
+  int Nq, Nk, d;
+  int block_q, block_k;
+  bool causal = false;
+  std::optional<double> scale = std::nullopt;
+  reference::Distribution dist = reference::Distribution::normal;  // Q and K; V is always normal
+};
+
+// "Nq 64, Nk 80, d 16, block_q 16, block_k 8, causal, scale 0.3, normal Q/K", and the seed of
+// the draw when it is not the run's.
+inline std::string describe(const AttentionProblem& p, std::uint64_t seed) {
+  std::string s = "Nq " + std::to_string(p.Nq) + ", Nk " + std::to_string(p.Nk) + ", d " +
+                  std::to_string(p.d) + ", block_q " + std::to_string(p.block_q) + ", block_k " +
+                  std::to_string(p.block_k) + (p.causal ? ", causal" : ", not causal");
+  if (p.scale) {
+    char buf[48];
+    std::snprintf(buf, sizeof buf, ", scale %g", *p.scale);
+    s += buf;
+  }
+  s += std::string(", ") + reference::to_string(p.dist) + " Q/K";
+  if (seed != grading::seed()) s += ", inputs drawn with seed " + std::to_string(seed);
+  return s;
+}
+
+// The softmax scale tau of a problem: its own, or 1/sqrt(d).
+inline double scale_of(const AttentionProblem& p) {
+  return p.scale ? *p.scale : 1.0 / std::sqrt(double(p.d));
+}
+
+// The lab's options for a problem: lab 3's AttentionOptions or lab 7's BackwardOptions.
+template <class Options>
+Options options_of(const AttentionProblem& p) {
+  Options o;
+  o.block_q = p.block_q;
+  o.block_k = p.block_k;
+  o.causal = p.causal;
+  o.scale = p.scale;
+  return o;
+}
+
+}  // namespace grading

@@ -1,0 +1,520 @@
+// Lab 7 grader: the attention backward pass against the fp64 reference.
+//
+// Part 1, attention_backward on the CPU (the checks below): dQ, dK and dV against the fp64
+// reference's gradients, inside the bands that grader/common/tolerances.cpp derives from a plain
+// same-dtype backward on the same inputs, and properties that are measured rather than trusted:
+//   memory      the peak heap bytes during a call stay O(N d + block_q block_k) (heap meter);
+//   work        CountedFloat counts one exponential per score (P recomputed once, from the
+//               saved LSE) and 5 Nq Nk d multiplications, and causal masking skips the tiles
+//               above the diagonal;
+//   statistics  D comes from the given O, and P from the given LSE.
+// Part 2, the GPU kernel, adds its checks in a section of its own at the end of this file.
+//
+// The inputs of a problem: Q, K, V and dO drawn from the run's seed (extra draws use seed + k,
+// printed in the failure message) and rounded to the lab's dtype; O and LSE as a forward pass in
+// that dtype saves them: the fp64 reference forward of the rounded Q, K and V, O rounded to the
+// dtype and LSE to its accumulation type. The reference gradients are those of the definitions
+// (reference::attention_backward) at the same rounded Q, K, V and dO.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attention_problem.hpp"
+#include "compare.hpp"
+#include "course/counted.hpp"
+#include "course/lab7_backward.hpp"
+#include "heap_meter.hpp"
+#include "lab_process.hpp"
+#include "reference/data.hpp"
+#include "reference/reference.hpp"
+
+using course::bf16;
+using course::fp16;
+using course::lab7::BackwardOptions;
+using grading::Case;
+using grading::Md;
+using grading::Quantity;
+using reference::Distribution;
+
+// --- Part 1: attention_backward on the CPU ------------------------------------------------------
+
+namespace {
+
+using Problem = grading::AttentionProblem;
+using Grads = reference::AttentionGradients<double>;
+using grading::describe;
+using grading::scale_of;
+
+BackwardOptions options_of(const Problem& p) { return grading::options_of<BackwardOptions>(p); }
+
+// What the lab is given for one problem, as the fp64 values it holds (see the top of the file).
+struct LabInputs {
+  Md Q, K, V, dO, O;
+  Eigen::VectorXd lse;
+};
+
+template <class T>
+LabInputs lab_inputs(const Problem& p, std::uint64_t seed, const std::string& label) {
+  reference::Rng rng(seed, "lab7/" + label);
+  const auto in = reference::attention_inputs(p.Nq, p.Nk, p.d, p.dist, rng);
+  const Md dO = reference::random_matrix(p.Nq, p.d, Distribution::normal, rng);
+  LabInputs x{reference::round_to<T>(in.Q), reference::round_to<T>(in.K),
+              reference::round_to<T>(in.V), reference::round_to<T>(dO), Md(), Eigen::VectorXd()};
+  const auto forward = reference::attention<double>(x.Q, x.K, x.V, scale_of(p), p.causal);
+  x.O = reference::round_to<T>(forward.O);
+  x.lse = forward.lse.cast<course::accum_t<T>>().template cast<double>();
+  return x;
+}
+
+// attention_backward<T, Acc> of the lab (in the lab process) on these inputs, as fp64 values.
+template <class T, class Acc = course::accum_t<T>>
+Grads run_lab(const LabInputs& x, const Problem& p) {
+  using grading::to_storage;
+  const auto g = course::lab7::attention_backward<T, Acc>(
+      to_storage<T>(x.Q), to_storage<T>(x.K), to_storage<T>(x.V), to_storage<T>(x.O),
+      to_storage<T>(x.dO), x.lse.cast<course::accum_t<T>>(), options_of(p));
+  return {grading::to_double(g.dQ), grading::to_double(g.dK), grading::to_double(g.dV)};
+}
+
+// For the fp32 bands (grading::with_gradient_score_rounding): how far each gradient moves, to
+// first order and per u32, when every score S_ij is rounded by up to u32 c_ij, with
+// c_ij = scale sum_t |q_it k_jt|. Computed in fp64 from the lab's inputs.
+struct Sensitivity {
+  double dQ = 0, dK = 0, dV = 0;
+};
+Sensitivity score_rounding_sensitivity(const LabInputs& x, const Problem& p) {
+  const double tau = scale_of(p);
+  const Md S = reference::scores<double>(x.Q, x.K, tau, p.causal);
+  Md P = Md::Zero(S.rows(), S.cols());  // exp(S - LSE), as the API defines it
+  for (Eigen::Index c = 0; c < S.cols(); ++c)
+    for (Eigen::Index r = 0; r < S.rows(); ++r)
+      if (std::isfinite(x.lse(r))) P(r, c) = std::exp(S(r, c) - x.lse(r));
+  const Md PC = P.cwiseProduct(tau * (x.Q.cwiseAbs() * x.K.cwiseAbs().transpose()));
+  const Eigen::VectorXd D = x.dO.cwiseProduct(x.O).rowwise().sum();
+  const Md dP = x.dO * x.V.transpose();
+  const Md W = PC.cwiseProduct((dP.colwise() - D).cwiseAbs());
+  return {tau * (W * x.K.cwiseAbs()).maxCoeff(), tau * (W.transpose() * x.Q.cwiseAbs()).maxCoeff(),
+          (PC.transpose() * x.dO.cwiseAbs()).maxCoeff()};
+}
+
+// dQ, dK and dV against `ref`, each in its band: FlashAttention's rule against the plain
+// same-dtype backward on the same inputs (reference::plain_attention_backward), widened in fp32
+// by the scores' rounding and in bf16 and fp16 by the fp32 error E32 of the same inputs; for bf16
+// and fp16 also the per-element band of one rounding, whose fp32 term is E32 (see
+// grader/common/tolerances.hpp for each).
+template <class T>
+bool compare_gradients(const Grads& got, const Grads& ref, const LabInputs& x, const Problem& p,
+                       const std::string& inputs) {
+  const std::string dtype = course::dtype_name<T>();
+  const Grads plain = reference::plain_attention_backward<T>(x.Q, x.K, x.V, x.O, x.dO, x.lse,
+                                                             scale_of(p), p.causal);
+  const bool per_element = grading::element_band_for(Quantity::gradient, dtype) != nullptr;
+  const Grads plain32 = per_element ? reference::plain_attention_backward<float>(
+                                          x.Q, x.K, x.V, x.O, x.dO, x.lse, scale_of(p), p.causal)
+                                    : Grads{};
+  const Sensitivity sensitivity =
+      dtype == "fp64" ? Sensitivity{} : score_rounding_sensitivity(x, p);
+  struct Named {
+    const char* name;
+    const Md Grads::*member;
+    double Sensitivity::*sensitivity;
+  };
+  bool ok = true;
+  for (const Named& g : {Named{"dQ", &Grads::dQ, &Sensitivity::dQ},
+                         Named{"dK", &Grads::dK, &Sensitivity::dK},
+                         Named{"dV", &Grads::dV, &Sensitivity::dV}}) {
+    const Md& r = ref.*g.member;
+    const Case c{std::string("attention_backward ") + g.name, dtype,
+                 {long(r.rows()), long(r.cols())}, inputs};
+    const grading::Tolerance fa_rule =
+        grading::band_against_plain(Quantity::gradient, dtype, r, plain.*g.member);
+    if (per_element) {
+      // E32: what a correct code's fp32 arithmetic may add before the one rounding.
+      const double fp32_error = grading::compare_matrices(plain32.*g.member, r).max_abs +
+                                grading::score_rounding_walk(sensitivity.*g.sensitivity, p.d);
+      ok &= grading::expect_close_within(c, got.*g.member, r,
+                                         grading::with_fp32_error(fa_rule, dtype, fp32_error)) &&
+            grading::expect_within_element_band(c, Quantity::gradient, got.*g.member, r,
+                                                fp32_error);
+    } else {
+      ok &= grading::expect_close_within(
+          c, got.*g.member, r,
+          grading::with_gradient_score_rounding(fa_rule, dtype, sensitivity.*g.sensitivity, p.d));
+    }
+  }
+  return ok;
+}
+
+// attention_backward<T, Acc> on one problem against the fp64 reference.
+template <class T, class Acc = course::accum_t<T>>
+bool check_problem(const Problem& p, std::uint64_t seed) {
+  const LabInputs x = lab_inputs<T>(p, seed, course::dtype_name<T>());
+  const Grads got = run_lab<T, Acc>(x, p);
+  const Grads ref =
+      reference::attention_backward<double>(x.Q, x.K, x.V, x.dO, scale_of(p), p.causal);
+  return compare_gradients<T>(got, ref, x, p, describe(p, seed));
+}
+
+// The same problems with `draws` different seeds each: seed(), seed() + 1, ...
+template <class T>
+void check_problems(const std::vector<Problem>& problems, int draws) {
+  for (const Problem& p : problems)
+    for (int k = 0; k < draws; ++k) check_problem<T>(p, grading::seed() + k);
+}
+
+std::vector<Problem> causal(std::vector<Problem> ps) {
+  for (Problem& p : ps) p.causal = true;
+  return ps;
+}
+
+// N in {1, 2, 3, 7, 50, 64, 113, 256}, d in {1, 16, 64, 128}; tiles of 1, tiles that fit, that
+// do not divide N and that are larger than N. Two problems have many key tiles (50 of one key, 16
+// of 16 keys), so that an error added per key tile (dQ rounded to the storage type after each
+// one) adds up.
+const std::vector<Problem> kSquare = {
+    {1, 1, 16, 64, 64},    {2, 2, 1, 64, 64},     {3, 3, 64, 2, 2},      {7, 7, 128, 4, 3},
+    {50, 50, 16, 1, 1},    {64, 64, 16, 64, 64},  {64, 64, 64, 16, 32},  {113, 113, 16, 32, 16},
+    {113, 113, 64, 64, 64}, {256, 256, 64, 32, 16},
+};
+const std::vector<Problem> kSmallSquare(kSquare.begin(), kSquare.end() - 1);
+
+const char* kFp64 = "backward: fp64 matches reference";
+const char* kFp32 = "backward: fp32 within band";
+const char* kCausalFp64 = "causal: fp64 matches reference (Nq = Nk)";
+
+std::string fmt(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", x);
+  return buf;
+}
+
+}  // namespace
+
+// --- Correctness against the fp64 reference ----------------------------------------------------
+
+TEST_CASE("backward: fp64 matches reference" * grading::points(3)) {
+  check_problems<double>(kSmallSquare, 2);
+  check_problem<double>(kSquare.back(), grading::seed());
+}
+
+TEST_CASE("backward: fp32 within band" * grading::points(2)) {
+  check_problems<float>(kSquare, 1);
+}
+
+TEST_CASE("backward: bf16 within band (fp32 accumulation)" * grading::points(1)) {
+  check_problems<bf16>(kSquare, 1);
+}
+
+TEST_CASE("backward: fp16 within band (fp32 accumulation)" * grading::points(1)) {
+  check_problems<fp16>(kSquare, 1);
+}
+
+TEST_CASE("backward: block sizes that do not divide N (partial last tiles)" * grading::points(2)) {
+  // Every problem has more than one tile of each kind and a partial last one.
+  const std::vector<Problem> ps = {
+      {113, 113, 16, 16, 7}, {100, 100, 64, 64, 49}, {300, 300, 16, 96, 96},
+      {7, 64, 16, 3, 5},     {64, 200, 32, 48, 48},  {200, 64, 32, 48, 48},
+  };
+  check_problems<double>(ps, 2);
+  check_problems<float>(ps, 1);
+}
+
+TEST_CASE("backward: Nq != Nk" * grading::points(1)) {
+  const std::vector<Problem> ps = {
+      {1, 113, 64, 64, 64}, {113, 1, 16, 16, 16}, {37, 300, 64, 16, 64}, {300, 37, 16, 64, 8},
+  };
+  check_problems<double>(ps, 2);
+  check_problems<bf16>(ps, 1);
+}
+
+TEST_CASE("backward: scale option honoured" * grading::points(1)) {
+  std::vector<Problem> ps = {{64, 80, 16, 16, 16}, {33, 33, 64, 8, 8}, {20, 30, 1, 8, 8}};
+  for (double s : {0.3, 2.0})
+    for (Problem p : ps) {
+      p.scale = s;
+      check_problem<double>(p, grading::seed());
+      check_problem<float>(p, grading::seed());
+    }
+}
+
+TEST_CASE("numerics: large scores, no overflow or NaN (P from the saved LSE)" *
+          grading::points(1)) {
+  // Scores of +-1e3 (fp64) and +-1e2 (fp32): exp(S) alone overflows, exp(S - LSE) never exceeds
+  // 1. Rows whose scores all lie near -1000: exp(S) underflows to 0, exp(S - LSE) does not.
+  // Outliers: one key dominates a row, its P is near 1 and the rest near 0.
+  for (bool c : {false, true}) {
+    check_problem<double>({100, 300, 16, 32, 64, c, 300.0}, grading::seed());
+    check_problem<float>({100, 300, 16, 32, 64, c, 30.0}, grading::seed());
+    check_problem<double>({100, 300, 16, 32, 64, c, std::nullopt, Distribution::negative_rows},
+                          grading::seed());
+    check_problem<float>({100, 300, 16, 32, 64, c, std::nullopt, Distribution::negative_rows},
+                         grading::seed());
+    check_problem<bf16>({100, 300, 16, 32, 64, c, std::nullopt, Distribution::negative_rows},
+                        grading::seed());
+    check_problem<float>({200, 200, 16, 32, 32, c, std::nullopt, Distribution::large_scores},
+                         grading::seed());
+    check_problem<double>({200, 200, 64, 32, 32, c, std::nullopt, Distribution::outliers},
+                          grading::seed());
+    check_problem<float>({200, 200, 64, 32, 32, c, std::nullopt, Distribution::outliers},
+                         grading::seed());
+  }
+}
+
+// --- Causal masking ----------------------------------------------------------------------------
+
+TEST_CASE("causal: fp64 matches reference (Nq = Nk)" * grading::points(3)) {
+  check_problems<double>(causal(kSmallSquare), 2);
+  check_problem<double>(causal({kSquare.back()})[0], grading::seed());
+}
+
+TEST_CASE("causal: Nq != Nk aligned bottom-right; rows with no key give dQ = 0, never NaN" *
+          grading::points(2)) {
+  // Nq > Nk: the first Nq - Nk queries see no key (LSE = -inf): their dQ is 0 and they add
+  // nothing to dK and dV. In the first two problems a query tile holds rows of both kinds.
+  const std::vector<Problem> ps = causal({
+      {70, 20, 16, 16, 16}, {113, 64, 64, 32, 7}, {5, 3, 16, 64, 64},  // Nq > Nk
+      {20, 70, 16, 16, 16}, {37, 300, 64, 16, 64}, {1, 113, 16, 8, 8},  // Nq < Nk
+  });
+  check_problems<double>(ps, 2);
+  check_problems<float>(ps, 1);
+  check_problems<fp16>(ps, 1);
+}
+
+TEST_CASE("causal: fp32, bf16, fp16 within band" * grading::points(1)) {
+  check_problems<float>(causal(kSquare), 1);
+  check_problems<bf16>(causal(kSquare), 1);
+  check_problems<fp16>(causal(kSquare), 1);
+}
+
+// --- The saved statistics are used as given ----------------------------------------------------
+
+TEST_CASE("statistics: D from the given O, P from the given LSE" * grading::points(1, kFp64)) {
+  // The API defines the gradients from O and LSE as given: D = rowsum(dO o O), P = exp(S - LSE).
+  // Here they are not the forward's (O moved by noise, each finite LSE by up to +-1/2), so code
+  // that recomputes the row statistics itself (a first pass over the keys for LSE, or D as
+  // rowsum(P o dP)) gives other numbers. The reference is FA2's formulas with full matrices in
+  // fp64 (reference::plain_attention_backward<double>).
+  for (const Problem& p : {Problem{64, 80, 16, 16, 16, true}, Problem{100, 100, 32, 32, 64}}) {
+    LabInputs x = lab_inputs<double>(p, grading::seed(), "statistics");
+    reference::Rng rng(grading::seed(), "lab7/statistics/noise");
+    x.O += 0.25 * reference::random_matrix(p.Nq, p.d, Distribution::normal, rng);
+    for (Eigen::Index i = 0; i < x.lse.size(); ++i)
+      if (std::isfinite(x.lse(i))) x.lse(i) += rng.uniform() - 0.5;
+    const Grads got = run_lab<double>(x, p);
+    const Grads ref = reference::plain_attention_backward<double>(x.Q, x.K, x.V, x.O, x.dO, x.lse,
+                                                                 scale_of(p), p.causal);
+    compare_gradients<double>(got, ref, x, p,
+                              describe(p, grading::seed()) + ", O and LSE moved off the forward's");
+  }
+}
+
+// --- Memory: measured peak heap bytes ----------------------------------------------------------
+
+TEST_CASE("memory: peak heap stays O(N*d + block_q*block_k)" * grading::points(3, kFp32)) {
+  if (!grading::HeapMeter::available())
+    grading::skip("the heap meter could not interpose malloc on this platform");
+  // d is small, so that the N x N and block x N buffers stand out against the O(N d) that is
+  // allowed: at N = 2048 the score matrix is 16 MiB, a tile of P for all queries 512 KiB, the
+  // bound about 0.6 MiB.
+  const std::vector<Problem> ps = {{2048, 2048, 8, 64, 64}, {1024, 2048, 8, 32, 64, true}};
+  for (const Problem& p : ps) {
+    const LabInputs x = lab_inputs<float>(p, grading::seed(), "memory");
+    // A fresh lab process for each problem: nothing an earlier check left allocated (a static
+    // buffer grown before, say) can hide from the meter.
+    isolation::lab().restart();
+    isolation::lab().call("ping", {});
+    const long rss_before = isolation::lab().peak_rss_bytes();
+    long peak = 0;
+    {
+      grading::HeapMeter meter;
+      (void)run_lab<float>(x, p);
+      peak = meter.peak_bytes();
+    }
+    const long rss_growth = isolation::lab().peak_rss_bytes() - rss_before;
+    // The bound, term by term: the outputs the call must return (dQ, dK, dV in fp32); per query
+    // row, dQ and D in the accumulation type and one more number (a row statistic), and per key
+    // row dK and dV (what the query-outer loop order keeps; the solution keeps only a tile of
+    // them); six tiles of scores and eight of rows; 64 KiB slack for the allocator and small
+    // bookkeeping. Nothing is Nq x Nk, nor block x N.
+    const long acc = sizeof(float), Nq = p.Nq, Nk = p.Nk, d = p.d;
+    const long bq = std::min<long>(p.block_q, Nq), bk = std::min<long>(p.block_k, Nk);
+    const long outputs = (Nq + 2 * Nk) * d * long(sizeof(float));
+    const long copies = (Nq * (d + 2) + 2 * Nk * d) * acc;
+    const long tiles = 6 * bq * bk * acc + 8 * (bq + bk) * d * acc;
+    const long slack = 64 * 1024;
+    const long bound = outputs + copies + tiles + slack;
+    const Case c{"attention_backward", "fp32", {Nq, d}, describe(p, grading::seed())};
+    grading::expect(peak <= bound, c,
+                    "peak heap during the call was " + std::to_string(peak) +
+                        " bytes, which exceeds the allowed O(N*d + block_q*block_k) bound of " +
+                        std::to_string(bound) + " bytes (outputs " + std::to_string(outputs) +
+                        " + per-row accumulators " + std::to_string(copies) + " + tiles " +
+                        std::to_string(tiles) + " + slack " + std::to_string(slack) +
+                        "); for scale: an Nq x Nk score matrix is " +
+                        std::to_string(Nq * Nk * acc) + " bytes, a block_k x Nq one " +
+                        std::to_string(bk * Nq * acc));
+    // The same bound, measured by the kernel: the growth of the lab process's peak resident
+    // memory. It also holds the inputs and outputs as the server decodes and encodes them (twice
+    // each, three times for the outputs), and a few MiB of pages; a backstop for memory the heap
+    // meter cannot see (static arrays, memory mapped directly).
+    const long inputs = long(sizeof(float)) * ((3 * Nq + 2 * Nk) * d + Nq);
+    const long io = 2 * inputs + 3 * outputs;
+    const long rss_bound = bound + io + (4 << 20);
+    grading::expect(rss_growth <= rss_bound, c,
+                    "the lab process's peak resident memory grew by " + std::to_string(rss_growth) +
+                        " bytes during the call, more than the O(N*d + block_q*block_k) bound plus "
+                        "its inputs and outputs and 4 MiB (" + std::to_string(rss_bound) +
+                        " bytes)");
+  }
+}
+
+// --- Work: multiplications and exponentials counted by CountedFloat ---------------------------
+
+namespace {
+
+struct Counts {
+  double multiplications, exponentials;
+};
+
+// Runs attention_backward<float, CountedFloat> on p, checks its gradients against the reference
+// (so that the counts belong to a correct computation), and returns what it counted.
+Counts counted_run(const Problem& p) {
+  const LabInputs x = lab_inputs<float>(p, grading::seed(), "work");
+  course::CountedFloat::multiplications() = 0;
+  course::CountedFloat::exponentials() = 0;
+  const Grads got = run_lab<float, course::CountedFloat>(x, p);
+  const Counts n{double(course::CountedFloat::multiplications()),
+                 double(course::CountedFloat::exponentials())};
+  const Grads ref =
+      reference::attention_backward<double>(x.Q, x.K, x.V, x.dO, scale_of(p), p.causal);
+  compare_gradients<float>(got, ref, x, p, describe(p, grading::seed()) + ", CountedFloat");
+  return n;
+}
+
+double tiles(int n, int block) { return std::ceil(double(n) / std::min(block, std::max(n, 1))); }
+
+}  // namespace
+
+TEST_CASE("work: one exponential per score, 5*Nq*Nk*d multiplications (counted)" *
+          grading::points(2, kFp32)) {
+  // Exponentials: P_ij = exp(S_ij - LSE_i) once per score; nothing else needs one. Allowed: at
+  // most one more per row and key tile. Multiplications: S = Q K^T, dV += P^T dO, dP = dO V^T,
+  // dQ += dS K and dK += dS^T Q are Nq Nk d each; the rest (dS = P (dP - D), the scale, D) is of
+  // lower order.
+  const std::vector<Problem> ps = {{256, 256, 16, 64, 64}, {200, 333, 32, 64, 48},
+                                   {128, 100, 16, 32, 64}};
+  for (const Problem& p : ps) {
+    const Counts n = counted_run(p);
+    const double Nq = p.Nq, Nk = p.Nk, d = p.d;
+    const double Tr = tiles(p.Nq, p.block_q), Tc = tiles(p.Nk, p.block_k);
+    const Case c{"attention_backward<float, CountedFloat>", "fp32", {p.Nq, p.d},
+                 describe(p, grading::seed())};
+    const double e_lower = Nq * Nk, e_upper = Nq * Nk + Nq * Tc;
+    grading::expect(n.exponentials >= e_lower && n.exponentials <= e_upper, c,
+                    fmt(n.exponentials) + " exponentials counted, outside [" + fmt(e_lower) + ", " +
+                        fmt(e_upper) + "]: expected one per score, Nq Nk = " + fmt(Nq * Nk) + " (" +
+                        (n.exponentials < e_lower
+                             ? "too few: some probabilities were not computed"
+                             : "too many: probabilities or row statistics computed more than once; "
+                               "P_ij = exp(S_ij - LSE_i) needs the saved LSE only") +
+                        ")");
+    const double expected = 5 * Nq * Nk * d;
+    const double m_lower = 0.99 * expected;
+    const double m_upper = expected + 3 * Nq * Nk + 2 * (Nq * Tc + Nk * Tr) * d + 4 * (Nq + Nk) * d;
+    grading::expect(n.multiplications >= m_lower && n.multiplications <= m_upper, c,
+                    fmt(n.multiplications) + " multiplications counted, outside [" + fmt(m_lower) +
+                        ", " + fmt(m_upper) + "]: expected 5 Nq Nk d = " + fmt(expected) +
+                        " plus lower-order terms (" +
+                        (n.multiplications < m_lower
+                             ? "too few: some of S, dP or the gradient products were not computed"
+                             : "too many: work beyond the five tile products") +
+                        ")");
+  }
+}
+
+TEST_CASE("work: causal skips tiles above the diagonal (about half the work)" *
+          grading::points(3, kCausalFp64)) {
+  // Exponentials (one per score computed) against two exact figures of the shape: the visible
+  // (query, key) pairs, each of which needs its P, and the entries of the tiles on or below the
+  // diagonal, which a tile-skipping code computes (and masks where needed).
+  const std::vector<Problem> ps = {{512, 512, 16, 32, 32, true}, {256, 512, 16, 32, 32, true},
+                                   {512, 256, 16, 64, 16, true}};
+  for (const Problem& p : ps) {
+    const double n = counted_run(p).exponentials;
+    double visible = 0, tile_entries = 0;
+    for (long i = 0; i < p.Nq; ++i) visible += std::clamp<long>(i + p.Nk - p.Nq + 1, 0, p.Nk);
+    for (long q0 = 0; q0 < p.Nq; q0 += p.block_q) {
+      const long rows = std::min<long>(p.block_q, p.Nq - q0);
+      const long seen = std::clamp<long>(q0 + rows + p.Nk - p.Nq, 0, p.Nk);  // by the last row
+      const double tile_keys = std::ceil(double(seen) / p.block_k) * p.block_k;  // whole tiles
+      tile_entries += double(rows) * std::min<double>(p.Nk, tile_keys);
+    }
+    const double cells = double(p.Nq) * p.Nk;
+    grading::expect(n >= visible && n <= tile_entries,
+                    {"attention_backward<float, CountedFloat>", "fp32", {p.Nq, p.d},
+                     describe(p, grading::seed())},
+                    fmt(n) + " exponentials counted (" + fmt(n / cells) + " of Nq Nk), outside [" +
+                        fmt(visible) + ", " + fmt(tile_entries) + "], the visible scores and the "
+                        "entries of the tiles on or below the diagonal: " +
+                        (n > tile_entries
+                             ? "tiles above the diagonal must be skipped, not computed and masked"
+                             : "fewer than the scores the rows see: visible scores were skipped"));
+  }
+}
+
+// --- Bad input -----------------------------------------------------------------------------------
+
+TEST_CASE("errors: bad input throws course::BadInput" * grading::points(1, kFp64)) {
+  using course::BadInput;
+  using M = course::Matrix<float>;
+  using L = course::Vector<float>;
+  auto backward = [](const M& Q, const M& K, const M& V, const M& O, const M& dO, const L& lse,
+                     const BackwardOptions& o) {
+    return course::lab7::attention_backward<float>(Q, K, V, O, dO, lse, o);
+  };
+  const M Q = M::Ones(4, 8), K = M::Ones(5, 8), V = M::Ones(5, 8), O = M::Ones(4, 8),
+          dO = M::Ones(4, 8);
+  const L lse = L::Ones(4);
+  BackwardOptions ok;
+  CHECK_THROWS_AS(backward(Q, M::Ones(5, 7), V, O, dO, lse, ok), BadInput);  // d differs
+  CHECK_THROWS_AS(backward(Q, K, M::Ones(6, 8), O, dO, lse, ok), BadInput);  // Nk differs
+  CHECK_THROWS_AS(backward(Q, K, V, M::Ones(3, 8), dO, lse, ok), BadInput);  // O is not [Nq, d]
+  CHECK_THROWS_AS(backward(Q, K, V, O, M::Ones(4, 9), lse, ok), BadInput);   // dO is not [Nq, d]
+  CHECK_THROWS_AS(backward(Q, K, V, O, dO, L::Ones(5), ok), BadInput);       // lse is not [Nq]
+  CHECK_THROWS_AS(backward(M(4, 0), M(5, 0), M(5, 0), M(4, 0), M(4, 0), lse, ok),
+                  BadInput);  // d = 0
+  BackwardOptions bad_q = ok, bad_k = ok;
+  bad_q.block_q = 0;
+  bad_k.block_k = -3;
+  CHECK_THROWS_AS(backward(Q, K, V, O, dO, lse, bad_q), BadInput);
+  CHECK_THROWS_AS(backward(Q, K, V, O, dO, lse, bad_k), BadInput);
+  const float inf = std::numeric_limits<float>::infinity();
+  // NaN, +inf and -inf in each of Q, K, V, O and dO.
+  for (float bad : {std::nanf(""), inf, -inf}) {
+    M q = Q, k = K, v = V, o = O, dout = dO;
+    q(2, 3) = k(4, 0) = v(0, 7) = o(3, 1) = dout(1, 5) = bad;
+    CHECK_THROWS_AS(backward(q, K, V, O, dO, lse, ok), BadInput);
+    CHECK_THROWS_AS(backward(Q, k, V, O, dO, lse, ok), BadInput);
+    CHECK_THROWS_AS(backward(Q, K, v, O, dO, lse, ok), BadInput);
+    CHECK_THROWS_AS(backward(Q, K, V, o, dO, lse, ok), BadInput);
+    CHECK_THROWS_AS(backward(Q, K, V, O, dout, lse, ok), BadInput);
+  }
+  // NaN and +inf in lse are errors; -inf is the LSE of a row that sees no key.
+  for (float bad : {std::nanf(""), inf}) {
+    L l = lse;
+    l(2) = bad;
+    CHECK_THROWS_AS(backward(Q, K, V, O, dO, l, ok), BadInput);
+  }
+  L no_key = lse;
+  no_key(0) = -inf;
+  CHECK_NOTHROW(backward(Q, K, V, O, dO, no_key, ok));
+  CHECK_NOTHROW(backward(Q, K, V, O, dO, lse, ok));
+}
+
+// --- Part 2: the GPU kernel (flash_attention_backward) -----------------------------------------
+// Its checks come here, in the style of grader/gpu/ (lab 7, part 2).
