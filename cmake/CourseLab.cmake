@@ -28,7 +28,8 @@
 #     builds labN_worker_variant_<name> from another correct implementation (a substitution in
 #     the solution, or a unified diff against it beside the grader: the diff is the idea, and
 #     like FIND it stops the configure step when it no longer applies) and a test that it earns
-#     full marks at seeds 1-20, like the solution.
+#     full marks at seeds 1-20, like the solution. CHECKS "gpu:*" grades only the checks whose
+#     names match (a variant of a lab's GPU part, whose CPU part is the solution's, unchanged).
 
 set(COURSE_FULL_MARKS_SEEDS "1-20" CACHE STRING "Seeds at which solutions and variants must earn full marks")
 
@@ -70,6 +71,20 @@ function(_course_lab_object_settings target cuda include_target)
   endif()
 endfunction()
 
+# The object library of one compiled file (.c/.cc/.cpp/.cu) of a lab's solution, made once per lab
+# and shared by the solution's lab process, the solution library, and every planted bug and
+# variant that leaves the file unchanged. Sets ${out_var} to its name.
+function(_course_solution_object n s out_var)
+  get_property(dir GLOBAL PROPERTY COURSE_LAB_${n}_DIR)
+  get_property(cuda GLOBAL PROPERTY COURSE_LAB_${n}_CUDA)
+  string(MAKE_C_IDENTIFIER "lab${n}_solution_object_${s}" object)
+  if(NOT TARGET ${object})
+    add_library(${object} OBJECT "${CMAKE_SOURCE_DIR}/solutions/${dir}/${s}")
+    _course_lab_object_settings(${object} "${cuda}" course_api)
+  endif()
+  set(${out_var} ${object} PARENT_SCOPE)
+endfunction()
+
 function(course_add_lab)
   cmake_parse_arguments(L "CUDA" "NUMBER;DIR;TIMEOUT" "SOURCES;GRADER;PROXY;SERVE;GRADER_LINK;WORKER_LINK" ${ARGN})
   if(NOT L_TIMEOUT)
@@ -108,12 +123,27 @@ function(course_add_lab)
   add_executable(grade_lab${n} ${L_GRADER} ${L_PROXY})
   target_link_libraries(grade_lab${n} PRIVATE grader_main isolation_client ${L_GRADER_LINK})
   target_include_directories(grade_lab${n} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
-  _course_worker(lab${n}_worker_solution "${CMAKE_SOURCE_DIR}/solutions/${L_DIR}" "${L_SOURCES}"
-                 "${serve}" "${L_CUDA}" "${L_WORKER_LINK}" course_api)
+  # The lab process's server (serve.cpp), compiled once and linked into every lab process of this
+  # lab that the build makes (solution, skeleton, planted bugs, variants).
+  add_library(lab${n}_serve OBJECT ${serve})
+  target_link_libraries(lab${n}_serve PRIVATE isolation_wire course_api ${L_WORKER_LINK})
+  target_include_directories(lab${n}_serve PRIVATE ${CMAKE_SOURCE_DIR}/grader/isolation ${CMAKE_CURRENT_SOURCE_DIR})
+  if(L_CUDA)
+    target_link_libraries(lab${n}_serve PRIVATE CUDA::cudart)
+  endif()
+  set(solution_objects "")
+  foreach(s IN LISTS L_SOURCES)
+    if(s MATCHES "\\.(c|cc|cpp|cu)$")
+      _course_solution_object(${n} "${s}" object)
+      list(APPEND solution_objects ${object})
+    endif()
+  endforeach()
+  _course_worker(lab${n}_worker_solution "${CMAKE_SOURCE_DIR}/solutions/${L_DIR}" "" "" "${L_CUDA}"
+                 "${L_WORKER_LINK}" course_api lab${n}_serve ${solution_objects})
   # The solution as a library, for the precision report and the benchmarks.
   set(files "")
-  foreach(s IN LISTS L_SOURCES)
-    list(APPEND files "${CMAKE_SOURCE_DIR}/solutions/${L_DIR}/${s}")
+  foreach(object IN LISTS solution_objects)
+    list(APPEND files $<TARGET_OBJECTS:${object}>)
   endforeach()
   add_library(lab${n}_solution STATIC ${files})
   target_link_libraries(lab${n}_solution PUBLIC course_api)
@@ -148,10 +178,9 @@ function(course_expect_skeleton_message)
   get_property(sources GLOBAL PROPERTY COURSE_LAB_${n}_SOURCES)
   get_property(dir GLOBAL PROPERTY COURSE_LAB_${n}_DIR)
   get_property(cuda GLOBAL PROPERTY COURSE_LAB_${n}_CUDA)
-  get_property(serve GLOBAL PROPERTY COURSE_LAB_${n}_SERVE)
   get_property(link GLOBAL PROPERTY COURSE_LAB_${n}_WORKER_LINK)
-  _course_worker(lab${n}_worker_skeleton "${CMAKE_SOURCE_DIR}/labs/${dir}" "${sources}" "${serve}"
-                 "${cuda}" "${link}" course_api)
+  _course_worker(lab${n}_worker_skeleton "${CMAKE_SOURCE_DIR}/labs/${dir}" "${sources}" ""
+                 "${cuda}" "${link}" course_api lab${n}_serve)
   add_test(NAME lab${n}.skeleton_says_not_implemented
            COMMAND course_runner expect --binary $<TARGET_FILE:grade_lab${n}>
                    --worker $<TARGET_FILE:lab${n}_worker_skeleton>
@@ -237,9 +266,7 @@ endfunction()
 # planted bug and variant (a GPU lab's .cu need not be rebuilt for a bug in its .cpp).
 function(_course_lab_process_from n target derived_dir changed)
   get_property(sources GLOBAL PROPERTY COURSE_LAB_${n}_SOURCES)
-  get_property(dir GLOBAL PROPERTY COURSE_LAB_${n}_DIR)
   get_property(cuda GLOBAL PROPERTY COURSE_LAB_${n}_CUDA)
-  get_property(serve GLOBAL PROPERTY COURSE_LAB_${n}_SERVE)
   get_property(link GLOBAL PROPERTY COURSE_LAB_${n}_WORKER_LINK)
   # A changed header can change any file that includes it: then nothing is shared.
   set(header_changed FALSE)
@@ -255,14 +282,10 @@ function(_course_lab_process_from n target derived_dir changed)
       list(APPEND own "${s}")
       continue()
     endif()
-    string(MAKE_C_IDENTIFIER "lab${n}_solution_object_${s}" object)
-    if(NOT TARGET ${object})
-      add_library(${object} OBJECT "${CMAKE_SOURCE_DIR}/solutions/${dir}/${s}")
-      _course_lab_object_settings(${object} "${cuda}" course_api)
-    endif()
+    _course_solution_object(${n} "${s}" object)
     list(APPEND shared ${object})
   endforeach()
-  _course_worker(${target} "${derived_dir}" "${own}" "${serve}" "${cuda}" "${link}" course_api ${shared})
+  _course_worker(${target} "${derived_dir}" "${own}" "" "${cuda}" "${link}" course_api lab${n}_serve ${shared})
 endfunction()
 
 function(course_planted_bug)
@@ -283,7 +306,7 @@ function(course_planted_bug)
 endfunction()
 
 function(course_correct_variant)
-  cmake_parse_arguments(PARSE_ARGV 0 V "" "LAB;NAME;FILE;FIND;REPLACE;PATCH" "")
+  cmake_parse_arguments(PARSE_ARGV 0 V "" "LAB;NAME;FILE;FIND;REPLACE;PATCH;CHECKS" "")
   set(n ${V_LAB})
   if(COURSE_STUDENT_BUILD OR NOT COURSE_PLANTED_BUGS OR NOT TARGET grade_lab${n})
     return()
@@ -291,11 +314,15 @@ function(course_correct_variant)
   get_property(timeout GLOBAL PROPERTY COURSE_LAB_${n}_TIMEOUT)
   _course_derived_sources(${n} ${V_NAME} variant "${V_FILE}" "${V_FIND}" "${V_REPLACE}" "${V_PATCH}" derived)
   _course_lab_process_from(${n} lab${n}_worker_variant_${V_NAME} "${derived}" "${derived_changed}")
+  set(only "")
+  if(V_CHECKS)
+    set(only --only "${V_CHECKS}")
+  endif()
   add_test(NAME lab${n}.variant.${V_NAME}
            COMMAND course_runner expect --binary $<TARGET_FILE:grade_lab${n}>
                    --worker $<TARGET_FILE:lab${n}_worker_variant_${V_NAME}>
                    --solution-worker $<TARGET_FILE:lab${n}_worker_solution>
-                   --full-marks --seeds ${COURSE_FULL_MARKS_SEEDS} --timeout ${timeout})
+                   --full-marks --seeds ${COURSE_FULL_MARKS_SEEDS} --timeout ${timeout} ${only})
   set_tests_properties(lab${n}.variant.${V_NAME} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1200)
 endfunction()
 

@@ -8,7 +8,9 @@
 //               saved LSE) and 5 Nq Nk d multiplications, and causal masking skips the tiles
 //               above the diagonal;
 //   statistics  D comes from the given O, and P from the given LSE.
-// Part 2, the GPU kernel, adds its checks in a section of its own at the end of this file.
+// Part 2, flash_attention_backward on the GPU (the section at the end): the same inputs, reference
+// and bands, head by head, with the GPU labs' harness (NaN guard zones and poisoned outputs, a busy
+// default stream); its checks skip where no CUDA device (or no CUDA compiler) is found.
 //
 // The inputs of a problem: Q, K, V and dO drawn from the run's seed (extra draws use seed + k,
 // printed in the failure message) and rounded to the lab's dtype; O and LSE as a forward pass in
@@ -32,6 +34,12 @@
 #include "lab_process.hpp"
 #include "reference/data.hpp"
 #include "reference/reference.hpp"
+#if COURSE_LAB7_GPU
+#include <type_traits>
+
+#include "gpu_harness.hpp"  // require_device, to_doubles (grader/gpu/)
+#include "gpu_wire.hpp"
+#endif
 
 using course::bf16;
 using course::fp16;
@@ -516,5 +524,183 @@ TEST_CASE("errors: bad input throws course::BadInput" * grading::points(1, kFp64
   CHECK_NOTHROW(backward(Q, K, V, O, dO, lse, ok));
 }
 
-// --- Part 2: the GPU kernel (flash_attention_backward) -----------------------------------------
-// Its checks come here, in the style of grader/gpu/ (lab 7, part 2).
+// --- Part 2: flash_attention_backward on the GPU -------------------------------------------------
+//
+// The same inputs, reference and bands as part 1, head by head: a [B, H, N, d] problem is B * H
+// problems of lab_inputs<T> (each head drawn with its own label), sent to the lab process in the
+// dtype's bits, run there by serve_gpu.cpp inside the GPU harness (NaN guard zones, NaN-poisoned
+// outputs and workspace, a busy default stream, reads on the lab's stream), and compared head by
+// head with compare_gradients<T>. fp32 and bf16 (the kernel's dtypes), d = 64 and 128.
+
+namespace {
+
+using course::DType;
+
+const char* kGpuFp32 = "gpu: fp32 matches the reference (d 64 and 128, N not a multiple of the tile)";
+
+struct GpuProblem {
+  int B = 1, H = 1, Nq = 1, Nk = 1, d = 64;
+  bool causal = false;
+  Distribution dist = Distribution::normal;
+  std::optional<double> scale = std::nullopt;
+};
+
+// The Problem of one head (the kernel's tiles: 64 x 64).
+Problem head_problem(const GpuProblem& g) { return {g.Nq, g.Nk, g.d, 64, 64, g.causal, g.scale, g.dist}; }
+
+#if COURSE_LAB7_GPU
+template <class T>
+constexpr DType gpu_dtype() {
+  return std::is_same_v<T, float> ? DType::fp32 : DType::bf16;
+}
+
+// Appends the values of m (already rounded to T) in T's bits, row-major.
+template <class T>
+void append_bits(const Md& m, std::vector<std::uint8_t>& out) {
+  for (Eigen::Index r = 0; r < m.rows(); ++r)
+    for (Eigen::Index c = 0; c < m.cols(); ++c) {
+      const T t = T(static_cast<float>(m(r, c)));
+      const auto* b = reinterpret_cast<const std::uint8_t*>(&t);
+      out.insert(out.end(), b, b + sizeof(T));
+    }
+}
+
+// Rows [head * rows, (head + 1) * rows) of a [B * H * rows, d] buffer of doubles.
+Md head_rows(const std::vector<double>& all, int head, int rows, int d) {
+  Md m(rows, d);
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < d; ++c) m(r, c) = all[(std::size_t(head) * rows + r) * d + c];
+  return m;
+}
+
+// flash_attention_backward<T> on one problem against the fp64 reference, every head in its band.
+template <class T>
+bool check_gpu(const GpuProblem& g, std::uint64_t seed) {
+  gpu_grading::require_device();
+  const Problem p = head_problem(g);
+  const DType dtype = gpu_dtype<T>();
+  const int heads = g.B * g.H;
+  std::vector<LabInputs> x;
+  std::vector<std::vector<std::uint8_t>> bytes(6);  // Q K V O dO lse
+  for (int h = 0; h < heads; ++h) {
+    x.push_back(lab_inputs<T>(p, seed, std::string("gpu/") + course::dtype_name<T>() + "/head " + std::to_string(h)));
+    append_bits<T>(x.back().Q, bytes[0]);
+    append_bits<T>(x.back().K, bytes[1]);
+    append_bits<T>(x.back().V, bytes[2]);
+    append_bits<T>(x.back().O, bytes[3]);
+    append_bits<T>(x.back().dO, bytes[4]);
+    append_bits<float>(x.back().lse.transpose(), bytes[5]);
+  }
+  gpu_wire::KernelCall call;
+  call.B = g.B, call.H = g.H, call.Nq = g.Nq, call.Nk = g.Nk, call.d = g.d;
+  call.dtype = dtype;
+  call.causal = g.causal;
+  call.scale = g.scale ? float(*g.scale) : 0.0f;
+  isolation::Packet args;
+  gpu_wire::put_call(args, call);
+  for (const auto& b : bytes) gpu_wire::put_bytes(args, b);
+  auto reply = isolation::lab().call("flash_attention_backward", args);
+  std::vector<std::vector<double>> out;  // dQ dK dV
+  for (int i = 0; i < 3; ++i) out.push_back(gpu_grading::to_doubles(dtype, gpu_wire::get_bytes(reply.results)));
+  const bool inputs_unchanged = reply.results.get<std::uint8_t>() != 0;
+  const bool wrote_only_outputs = reply.results.get<std::uint8_t>() != 0;
+  const std::string about = "B=" + std::to_string(g.B) + " H=" + std::to_string(g.H) + ", " + describe(p, seed);
+  if (!wrote_only_outputs)
+    throw std::runtime_error("flash_attention_backward wrote outside dQ, dK and dV (into the guard zone around a buffer; " +
+                             about + ")");
+  if (!inputs_unchanged) throw std::runtime_error("flash_attention_backward modified its inputs (" + about + ")");
+  const std::size_t q_elems = std::size_t(heads) * g.Nq * g.d, k_elems = std::size_t(heads) * g.Nk * g.d;
+  if (out[0].size() != q_elems || out[1].size() != k_elems || out[2].size() != k_elems)
+    throw isolation::LabFailure("the lab process returned gradients of the wrong size");
+  bool ok = true;
+  for (int h = 0; h < heads; ++h) {
+    const Grads got{head_rows(out[0], h, g.Nq, g.d), head_rows(out[1], h, g.Nk, g.d), head_rows(out[2], h, g.Nk, g.d)};
+    const Grads ref = reference::attention_backward<double>(x[h].Q, x[h].K, x[h].V, x[h].dO, scale_of(p), p.causal);
+    ok &= compare_gradients<T>(got, ref, x[h], p,
+                               "flash_attention_backward, head " + std::to_string(h) + " of " + about);
+    if (!ok) break;  // one head's figures say enough
+  }
+  return ok;
+}
+
+// Rejected arguments must throw course::BadInput (the lab process reports it as such).
+void bad_gpu_call(int d, DType dtype, int nq, bool null_q, std::uint64_t workspace_bytes) {
+  gpu_wire::KernelCall call;
+  call.B = 1, call.H = 1, call.Nq = nq, call.Nk = 64, call.d = d, call.dtype = dtype;
+  isolation::Packet args;
+  gpu_wire::put_call(args, call);
+  args.put<std::uint8_t>(null_q);
+  args.put<std::uint64_t>(workspace_bytes);
+  isolation::lab().call("flash_attention_backward.bad_arguments", args);
+}
+#else
+template <class T>
+bool check_gpu(const GpuProblem&, std::uint64_t) {
+  grading::skip("lab 7 part 2 (the GPU kernel) was not built: no CUDA compiler was found when the grader was configured");
+  return false;
+}
+#endif
+
+// N not a multiple of 64 (partial last tiles of queries and keys), a single row, several K/V
+// tiles adding into the same dQ rows; d = 64 and 128; B * H > 1.
+const std::vector<GpuProblem> kGpuShapes = {
+    {2, 2, 1, 1, 64},     {1, 2, 7, 7, 128},     {2, 1, 64, 64, 64},  {1, 2, 113, 113, 64},
+    {2, 1, 130, 130, 128}, {1, 1, 300, 200, 64}, {1, 1, 200, 300, 128},
+};
+
+std::vector<GpuProblem> gpu_causal(std::vector<GpuProblem> ps) {
+  for (GpuProblem& p : ps) p.causal = true;
+  return ps;
+}
+
+}  // namespace
+
+TEST_CASE("gpu: fp32 matches the reference (d 64 and 128, N not a multiple of the tile)" * grading::points(3)) {
+  for (const GpuProblem& g : kGpuShapes) check_gpu<float>(g, grading::seed());
+}
+
+TEST_CASE("gpu: bf16 within band (fp32 accumulation)" * grading::points(2, kGpuFp32)) {
+  for (const GpuProblem& g : kGpuShapes) check_gpu<bf16>(g, grading::seed());
+}
+
+TEST_CASE("gpu: causal, Nq != Nk aligned bottom-right, rows with no key give dQ = 0" *
+          grading::points(3, kGpuFp32)) {
+  for (const GpuProblem& g : gpu_causal(kGpuShapes)) {
+    check_gpu<float>(g, grading::seed());
+    check_gpu<bf16>(g, grading::seed());
+  }
+  // Nq > Nk: the first Nq - Nk rows see no key (LSE = -inf), inside tiles that also hold rows
+  // that do; Nq < Nk: the first K/V tiles are seen by every query.
+  for (const GpuProblem& g : gpu_causal({{1, 2, 150, 40, 64}, {2, 1, 70, 260, 128}, {1, 1, 5, 3, 64}}))
+    check_gpu<float>(g, grading::seed());
+}
+
+TEST_CASE("gpu: large scores and outliers (P from the saved LSE, no NaN)" * grading::points(1, kGpuFp32)) {
+  for (bool c : {false, true}) {
+    check_gpu<float>({1, 2, 200, 200, 64, c, Distribution::negative_rows}, grading::seed());
+    check_gpu<float>({1, 2, 200, 200, 64, c, Distribution::large_scores}, grading::seed());
+    check_gpu<bf16>({1, 2, 130, 130, 128, c, Distribution::outliers}, grading::seed());
+    check_gpu<float>({1, 1, 100, 150, 64, c, Distribution::normal, 30.0}, grading::seed());
+  }
+}
+
+TEST_CASE("gpu: long sequences, many K/V tiles adding into dQ (N = 1024)" * grading::points(2, kGpuFp32)) {
+  check_gpu<float>({1, 2, 1024, 1024, 64, true}, grading::seed());
+  check_gpu<bf16>({1, 1, 1024, 1024, 128, false}, grading::seed());
+  check_gpu<bf16>({2, 1, 777, 1024, 64, true}, grading::seed() + 1);
+}
+
+TEST_CASE("gpu: bad input gets a clear error" * grading::points(1, kGpuFp32)) {
+#if COURSE_LAB7_GPU
+  gpu_grading::require_device();
+  const std::uint64_t enough = std::uint64_t(1) << 20;
+  CHECK_THROWS_AS(bad_gpu_call(32, DType::fp32, 64, false, enough), course::BadInput);   // d = 32
+  CHECK_THROWS_AS(bad_gpu_call(64, DType::fp16, 64, false, enough), course::BadInput);   // fp16
+  CHECK_THROWS_AS(bad_gpu_call(64, DType::fp32, 0, false, enough), course::BadInput);    // Nq = 0
+  CHECK_THROWS_AS(bad_gpu_call(64, DType::fp32, 64, true, enough), course::BadInput);    // null Q
+  CHECK_THROWS_AS(bad_gpu_call(64, DType::fp32, 64, false, 16), course::BadInput);       // workspace
+  CHECK_NOTHROW(bad_gpu_call(64, DType::fp32, 64, false, enough));  // the same call, valid, runs
+#else
+  grading::skip("lab 7 part 2 (the GPU kernel) was not built: no CUDA compiler was found when the grader was configured");
+#endif
+}

@@ -11,6 +11,9 @@
 #include "tensors.hpp"
 #include "tile_options.hpp"
 #include "worker.hpp"
+#if COURSE_LAB7_GPU
+#include "serve_gpu.hpp"  // part 2, where CUDA was found
+#endif
 
 namespace {
 
@@ -44,4 +47,7 @@ void isolation::register_handlers(Registry& r) {
   r.add("heap_meter.available", [](Packet&, Packet& out) {
     out.put<std::uint8_t>(grading::HeapMeter::available());
   });
+#if COURSE_LAB7_GPU
+  lab7_gpu::register_handlers(r);
+#endif
 }

@@ -5,7 +5,7 @@
 //                        [--timeout SEC] [--out DIR] [--verbose]
 //   course_runner expect --binary GRADER --worker LAB_PROCESS [--solution-worker LAB_PROCESS]
 //                        (--full-marks [--seeds 1-20] | --fail CHECK [--message TEXT])
-//                        [--seed S] [--timeout SEC] [--exclude 'speed:*']
+//                        [--seed S] [--timeout SEC] [--exclude 'speed:*'] [--only 'gpu:*']
 //   course_runner list   --binary GRADER      (each check's points and name)
 //
 // A lab is graded by two processes: the trusted grader (grader/labN_*/grade_labN, which holds
@@ -37,7 +37,7 @@ using runner::LabResult;
 
 struct Args {
   std::string mode, manifest, workers, binary, worker, solution_worker, seed = "1", seeds, out = "out", labs,
-      fail_check, message, exclude;
+      fail_check, message, exclude, only;
   bool solutions = false, full_marks = false, verbose = false;
   double timeout = 120;
 };
@@ -47,7 +47,7 @@ struct Args {
                "course_runner: %s\nusage: course_runner grade --manifest FILE [--workers DIR] [--labs 1,2] "
                "[--solutions] [--seed S] [--timeout SEC] [--out DIR] [--verbose]\n"
                "       course_runner expect --binary GRADER --worker LAB_PROCESS [--solution-worker P] "
-               "(--full-marks [--seeds A-B] | --fail CHECK [--message TEXT]) [--seed S] [--exclude GLOB]\n"
+               "(--full-marks [--seeds A-B] | --fail CHECK [--message TEXT]) [--seed S] [--exclude GLOB] [--only GLOB]\n"
                "       course_runner list --binary GRADER\n",
                why.c_str());
   std::exit(2);
@@ -79,6 +79,7 @@ Args parse(int argc, char** argv) {
     else if (k == "--fail") a.fail_check = value();
     else if (k == "--message") a.message = value();
     else if (k == "--exclude") a.exclude = value();
+    else if (k == "--only") a.only = value();
     else if (k == "--timeout") a.timeout = std::atof(value().c_str());
     else if (k == "--solutions") a.solutions = true;
     else if (k == "--full-marks") a.full_marks = true;
@@ -234,6 +235,14 @@ void print_checks(const LabResult& lab) {
   if (!lab.problem.empty()) std::printf("  problem: %s\n", lab.problem.c_str());
 }
 
+// " (checks matching 'speed:*' left out)", or what --only kept, or "".
+std::string filter_note(const Args& a) {
+  std::string note;
+  if (!a.exclude.empty()) note += " (checks matching '" + a.exclude + "' left out)";
+  if (!a.only.empty()) note += " (only the checks matching '" + a.only + "')";
+  return note;
+}
+
 // For ctest: 0 = as expected, 1 = not as expected, 77 = everything skipped (ctest SKIP).
 int expect(const Args& a) {
   if (a.binary.empty() || a.worker.empty()) usage("expect needs --binary GRADER and --worker LAB_PROCESS");
@@ -243,7 +252,7 @@ int expect(const Args& a) {
   int result = 0;
   for (const std::string& seed : seed_list(a)) {
     const LabResult lab = runner::grade({a.binary, a.worker, a.solution_worker.empty() ? a.worker : a.solution_worker,
-                                         seed, a.timeout, dir.path + "/seed" + seed, a.exclude});
+                                         seed, a.timeout, dir.path + "/seed" + seed, a.exclude, a.only});
     if (lab.checks.empty()) {
       print_checks(lab);
       return 1;
@@ -256,7 +265,7 @@ int expect(const Args& a) {
       const bool ok = lab.count("fail") == 0 && lab.count("partial") == 0 && lab.problem.empty();
       std::printf("seed %s: %s: %s/%d points%s\n", seed.c_str(), ok ? "full marks" : "NOT full marks",
                   runner::points_text(lab.earned()).c_str(), lab.possible(),
-                  a.exclude.empty() ? "" : (" (checks matching '" + a.exclude + "' left out)").c_str());
+                  filter_note(a).c_str());
       if (!ok) {
         print_checks(lab);
         result = 1;

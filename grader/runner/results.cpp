@@ -79,16 +79,18 @@ namespace {
 // The grader's command line: doctest's own filter leaves the excluded checks out of both the
 // list and the run.
 std::vector<std::string> grader_command(const std::string& grader, const std::string& exclude,
-                                        std::vector<std::string> args) {
+                                        const std::string& only, std::vector<std::string> args) {
   args.insert(args.begin(), grader);
   if (!exclude.empty()) args.push_back("--test-case-exclude=" + exclude);
+  if (!only.empty()) args.push_back("--test-case=" + only);
   return args;
 }
 }  // namespace
 
-LabResult list_checks(const std::string& grader, const std::string& work_dir, const std::string& exclude) {
+LabResult list_checks(const std::string& grader, const std::string& work_dir, const std::string& exclude,
+                      const std::string& only) {
   LabResult lab;
-  const auto listed = run_grader(grader_command(grader, exclude, {"--list-test-cases", "--no-version"}),
+  const auto listed = run_grader(grader_command(grader, exclude, only, {"--list-test-cases", "--no-version"}),
                                  work_dir + "/list.log", {}, 60);
   for (const auto& line : lines(listed.channel)) {
     const auto f = split(line, '\t');
@@ -125,13 +127,13 @@ LabResult grade(const GradeRequest& r) {
   mkdir(r.work_dir.c_str(), 0755);
   const std::string scratch = r.work_dir + "/scratch";
   mkdir(scratch.c_str(), 0755);
-  LabResult lab = list_checks(r.grader, r.work_dir, r.exclude);
+  LabResult lab = list_checks(r.grader, r.work_dir, r.exclude, r.only);
   if (lab.checks.empty() || !lab.problem.empty()) {
     fail_all(lab, "fail", lab.problem);
     return lab;
   }
   const std::string log_file = r.work_dir + "/grader.log";
-  const auto run = run_grader(grader_command(r.grader, r.exclude, {"--no-version"}), log_file,
+  const auto run = run_grader(grader_command(r.grader, r.exclude, r.only, {"--no-version"}), log_file,
                               {"COURSE_SEED=" + r.seed, "COURSE_WORKER=" + r.worker,
                                "COURSE_SOLUTION_WORKER=" + r.solution_worker,
                                "COURSE_SCRATCH=" + scratch,

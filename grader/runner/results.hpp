@@ -41,10 +41,14 @@ struct GradeRequest {
   // Checks left out, as a doctest name filter ("speed:*"): empty grades every check. For the
   // project's own tests only (a correctness-only pass at many seeds); grading never sets it.
   std::string exclude;
+  // Only the checks matching this doctest name filter ("gpu:*"); empty: all. Also for the project's
+  // own tests (a GPU variant of a lab whose CPU part it leaves unchanged).
+  std::string only;
 };
 
 // Asks the grader for its checks and their points without running them.
-LabResult list_checks(const std::string& grader, const std::string& work_dir, const std::string& exclude = "");
+LabResult list_checks(const std::string& grader, const std::string& work_dir, const std::string& exclude = "",
+                      const std::string& only = "");
 
 // Lists the checks, runs them, and fills in what happened to every one.
 LabResult grade(const GradeRequest& request);

@@ -56,4 +56,7 @@ grep -q 'seed 1: NOT full marks: 11/12 points' "$dir/expect.txt" || fail "expect
 "$runner" expect --binary "$dir/grade_ok" --worker "$dir/grade_ok" --full-marks --seeds 1-2 --exclude 'half*' > "$dir/expect.txt" 2>&1 ||
   fail "expect --exclude did not leave the check out: $(cat "$dir/expect.txt")"
 grep -q "seed 2: full marks: 10/10 points (checks matching 'half\*' left out)" "$dir/expect.txt" || fail "expect --exclude output: $(cat "$dir/expect.txt")"
+"$runner" expect --binary "$dir/grade_ok" --worker "$dir/grade_ok" --full-marks --seeds 3 --only 'first*' > "$dir/expect.txt" 2>&1 ||
+  fail "expect --only failed: $(cat "$dir/expect.txt")"
+grep -q "seed 3: full marks: 2/2 points (only the checks matching 'first\*')" "$dir/expect.txt" || fail "expect --only output: $(cat "$dir/expect.txt")"
 echo "runner isolation: ok"

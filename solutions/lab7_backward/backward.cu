@@ -120,18 +120,23 @@ __device__ __forceinline__ void load_tile(float* tile, int pitch, const T* src, 
 
 __device__ __forceinline__ float4 load4(const float* src) { return *reinterpret_cast<const float4*>(src); }
 
+// SKELETON: [[maybe_unused]]
 __device__ __forceinline__ void store4(float* dst, const float* x) {
   *reinterpret_cast<float4*>(dst) = make_float4(x[0], x[1], x[2], x[3]);
 }
+// SKELETON: [[maybe_unused]]
 __device__ __forceinline__ void store4(__nv_bfloat16* dst, const float* x) {
   __nv_bfloat162* pairs = reinterpret_cast<__nv_bfloat162*>(dst);
   pairs[0] = __floats2bfloat162_rn(x[0], x[1]);
   pairs[1] = __floats2bfloat162_rn(x[2], x[3]);
 }
 
+// SKELETON: [[maybe_unused]]
 __device__ __forceinline__ float to_float(float x) { return x; }
+// SKELETON: [[maybe_unused]]
 __device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
 
+// SKELETON: [[maybe_unused]]
 __device__ __forceinline__ void load_row4(const float* src, float* dst) {
   const float4 x = load4(src);
   dst[0] = x.x;

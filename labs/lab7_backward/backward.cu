@@ -1,0 +1,362 @@
+// Lab 7, part 2: the attention backward pass on CUDA cores (FA2 Algorithm 2). Implements
+// include/course/lab7_backward_gpu.hpp. Lecture: lectures/07-backward-pass.md.
+//
+// Reading guide. The forward saved O and, per query row, LSE = log sum_j exp(S_ij). With them the
+// backward rebuilds every probability with one exponential, P_ij = exp(S_ij - LSE_i), and never
+// needs the N x N matrix. Three kernels run on options.stream:
+//   kernel 1 (dot_do_o_kernel), one warp per query row: D_i = rowsum(dO_i o O_i) (Algorithm 2,
+//            line 4: the softmax gradient's correction term; computing it from dO and O costs
+//            O(N d) instead of O(N^2)), and zeroes the fp32 dQ accumulator;
+//   kernel 2 (backward_kernel), one CTA per K/V tile j of one (batch, head): loads K_j and V_j
+//            once (line 6), keeps dK_j and dV_j in registers (line 7), and walks over the query
+//            tiles i that can see the tile (line 8), recomputing S, P, dP and dS there (lines
+//            9-14). dV_j and dK_j are sums over i and stay on chip (lines 12 and 16); dQ_i is a
+//            sum over j, so every CTA adds its share into the fp32 accumulator with atomic adds
+//            (line 15). At the end dK_j and dV_j are written once (line 18);
+//   kernel 3 (convert_dq_kernel): dQ = scale * accumulator, rounded once to the dtype.
+// The atomics make dQ's summation order depend on scheduling: dQ is correct but not bitwise
+// reproducible from run to run (the lecture discusses the deterministic alternative).
+// Line numbers are those of lecture 7's table of FA2 Algorithm 2.
+//
+// Work split inside a kernel-2 CTA (256 threads = 8 warps; tiles of kBr = 64 query rows and
+// kBc = 64 keys): thread t = 16 * ty + tx, ty and tx in [0, 16).
+//   * Scores S = Q_i K_j^T and dP = dO_i V_j^T: thread (ty, tx) computes rows ty + 16 a and
+//     keys tx + 16 b (a, b in [0, 4)), 16 entries of each, and writes P and dS to shared memory.
+//   * dV_j += P^T dO_i and dK_j += dS^T Q_i: the thread owns keys ty + 16 a and the columns
+//     4 tx .. 4 tx + 3 (and the same + 64 at d = 128), 16 or 32 accumulators of each.
+//   * dQ_i += dS K_j: the thread owns rows ty + 16 a and the same columns, and adds its 16 or 32
+//     values to the accumulator with 4-wide atomic adds.
+//
+// Numerics: fp32 on chip; bf16 is a storage format converted on load. The scores are formed in
+// base 2 (times scale * log2(e)) and LSE is converted to base 2 once per row, so every
+// probability is one exp2f. dQ, dK and dV are rounded to the dtype once, at the end.
+//
+// Conventions: a query row that sees no key has LSE = -inf; the row's base-2 "LSE" is set to
+// +inf in shared memory instead, so that its P = exp2(S - inf) = 0 and it adds nothing (with -inf
+// it would be exp2(-inf + inf) = NaN). The same marker turns off rows past the end of Q.
+#include "course/errors.hpp"
+#include "course/lab7_backward_gpu.hpp"
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+namespace course::lab7 {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Configuration (given).
+
+constexpr int kThreads = 256;  // 8 warps per CTA of kernel 2
+constexpr int kSide = 16;      // ty and tx both run over 16
+constexpr int kBr = 64;        // query rows per tile (B_r)
+constexpr int kBc = 64;        // keys per tile (B_c)
+constexpr int kPer = kBr / kSide;  // 4: rows (or keys) per thread
+static_assert(kBr == kBc, "load_tile and the thread layout assume square tiles");
+
+template <int D>
+struct TileConfig {
+  static_assert(D == 64 || D == 128, "head dimension must be 64 or 128");
+  static constexpr int kChunks = D / (4 * kSide);  // float4 column chunks per thread: 1 or 2
+  // Row pitches in floats. +4 floats shifts consecutive rows by four banks, so the float4 reads
+  // of 16 different rows (the keys of S, the rows of dQ) spread over all 32 banks.
+  static constexpr int kPitch = D + 4;
+  static constexpr int kPitchP = kBc + 4;
+  // Q_i, dO_i, K_j, V_j, P and dS as fp32 tiles, and two floats per query row (LSE, D).
+  static constexpr int kSmemFloats = 4 * kBr * kPitch + 2 * kBr * kPitchP + 2 * kBr;
+  static constexpr int kSmemBytes = kSmemFloats * static_cast<int>(sizeof(float));
+};
+
+struct Params {
+  const void* q;
+  const void* k;
+  const void* v;
+  const void* o;
+  const void* dout;
+  const float* lse;
+  void* dk;
+  void* dv;
+  float* dq_accum;  // [B, H, Nq, d] fp32, in the workspace
+  float* delta;     // [B, H, Nq] fp32: D_i, in the workspace
+  int nq;
+  int nk;
+  bool causal;
+  float scale;       // softmax scale tau
+  float scale_log2;  // tau * log2(e)
+};
+
+// ---------------------------------------------------------------------------------------------
+// Device helpers (given).
+
+// Copies rows [0, kBr) of a row-major [*, D] block into a shared fp32 tile with row pitch
+// `pitch`. Rows at or past `valid_rows` are zeros: a partial tile never reads out of bounds.
+template <int D, typename T>
+__device__ __forceinline__ void load_tile(float* tile, int pitch, const T* src, int valid_rows) {
+  constexpr int kPerLoad = 16 / static_cast<int>(sizeof(T));  // 4 floats or 8 bf16
+  constexpr int kLoadsPerRow = D / kPerLoad;
+  constexpr int kLoads = kBr * kLoadsPerRow;
+  static_assert(kLoads % kThreads == 0, "tile must split evenly over the CTA");
+#pragma unroll
+  for (int it = 0; it < kLoads / kThreads; ++it) {
+    const int e = static_cast<int>(threadIdx.x) + it * kThreads;
+    const int row = e / kLoadsPerRow;
+    const int col = (e % kLoadsPerRow) * kPerLoad;
+    float x[kPerLoad];
+    if (row < valid_rows) {
+      load16(src + static_cast<std::int64_t>(row) * D + col, x);
+    } else {
+#pragma unroll
+      for (int u = 0; u < kPerLoad; ++u) x[u] = 0.0f;
+    }
+#pragma unroll
+    for (int u = 0; u < kPerLoad; u += 4) {
+      *reinterpret_cast<float4*>(tile + row * pitch + col + u) = make_float4(x[u], x[u + 1], x[u + 2], x[u + 3]);
+    }
+  }
+}
+
+__device__ __forceinline__ float4 load4(const float* src) { return *reinterpret_cast<const float4*>(src); }
+
+[[maybe_unused]] __device__ __forceinline__ void store4(float* dst, const float* x) {
+  *reinterpret_cast<float4*>(dst) = make_float4(x[0], x[1], x[2], x[3]);
+}
+[[maybe_unused]] __device__ __forceinline__ void store4(__nv_bfloat16* dst, const float* x) {
+  __nv_bfloat162* pairs = reinterpret_cast<__nv_bfloat162*>(dst);
+  pairs[0] = __floats2bfloat162_rn(x[0], x[1]);
+  pairs[1] = __floats2bfloat162_rn(x[2], x[3]);
+}
+
+[[maybe_unused]] __device__ __forceinline__ float to_float(float x) { return x; }
+[[maybe_unused]] __device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+[[maybe_unused]] __device__ __forceinline__ void load_row4(const float* src, float* dst) {
+  const float4 x = load4(src);
+  dst[0] = x.x;
+  dst[1] = x.y;
+  dst[2] = x.z;
+  dst[3] = x.w;
+}
+
+// out[a][b] = dot(A row ty + 16 a, B row tx + 16 b) over D columns, for a, b in [0, 4): a 4 x 4
+// block of A B^T, 4 columns at a time, so that 8 float4 reads from shared memory feed 64
+// multiply-adds. (S = Q_i K_j^T with A = Q_i, B = K_j; dP = dO_i V_j^T with A = dO_i, B = V_j.)
+template <int D>
+__device__ __forceinline__ void products_4x4(const float* A, const float* B, int ty, int tx,
+                                             float (&out)[kPer][kPer]) {
+  constexpr int kPitch = TileConfig<D>::kPitch;
+#pragma unroll
+  for (int a = 0; a < kPer; ++a) {
+#pragma unroll
+    for (int b = 0; b < kPer; ++b) out[a][b] = 0.0f;
+  }
+#pragma unroll 4
+  for (int k = 0; k < D; k += 4) {
+    float av[kPer][4], bv[kPer][4];
+#pragma unroll
+    for (int a = 0; a < kPer; ++a) load_row4(A + (ty + kSide * a) * kPitch + k, av[a]);
+#pragma unroll
+    for (int b = 0; b < kPer; ++b) load_row4(B + (tx + kSide * b) * kPitch + k, bv[b]);
+#pragma unroll
+    for (int a = 0; a < kPer; ++a) {
+#pragma unroll
+      for (int b = 0; b < kPer; ++b) {
+#pragma unroll
+        for (int u = 0; u < 4; ++u) out[a][b] = fmaf(av[a][u], bv[b][u], out[a][b]);
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Kernel 1: D_i = rowsum(dO_i o O_i), and dQ's accumulator zeroed. One warp per query row.
+
+template <typename T, int D>
+__global__ void dot_do_o_kernel(const Params p, std::int64_t rows) {
+  const std::int64_t row = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  if (row >= rows) return;
+  // TODO: delta (Algorithm 2 line 4; see the lab README)
+  // Line 4: D_i = sum_c dO_ic * O_ic, read in the dtype and summed in fp32 (each lane of the
+  // warp takes columns lane, lane + 32, ...; then a warp sum). Also zero this row of
+  // p.dq_accum: kernel 2 only ever adds to it.
+}
+
+// ---------------------------------------------------------------------------------------------
+// Kernel 2. Grid: (K/V tiles, B * H). One CTA = one K/V tile j of one (batch, head).
+
+template <typename T, int D>
+__global__ void __launch_bounds__(kThreads) backward_kernel(const Params p) {
+  using Cfg = TileConfig<D>;
+  constexpr int CH = Cfg::kChunks;
+  constexpr int kPitch = Cfg::kPitch;
+  constexpr int kPitchP = Cfg::kPitchP;
+
+  extern __shared__ float4 smem_raw[];  // float4: 16-byte alignment for vector accesses
+  float* const q_s = reinterpret_cast<float*>(smem_raw);
+  float* const do_s = q_s + kBr * kPitch;
+  float* const k_s = do_s + kBr * kPitch;
+  float* const v_s = k_s + kBc * kPitch;
+  float* const p_s = v_s + kBc * kPitch;   // P_ij   [kBr, kBc]
+  float* const ds_s = p_s + kBr * kPitchP;  // dS_ij  [kBr, kBc]
+  float* const lse_s = ds_s + kBr * kPitchP;  // LSE_i in base 2, +inf where the row adds nothing
+  float* const delta_s = lse_s + kBr;         // D_i
+
+  const int tx = static_cast<int>(threadIdx.x) % kSide;
+  const int ty = static_cast<int>(threadIdx.x) / kSide;
+  const int bh = static_cast<int>(blockIdx.y);
+  const int kv0 = static_cast<int>(blockIdx.x) * kBc;
+  const int kv_rows = min(kBc, p.nk - kv0);
+  const std::int64_t q_head = static_cast<std::int64_t>(bh) * p.nq;  // first row of this head
+  const std::int64_t k_head = static_cast<std::int64_t>(bh) * p.nk;
+  const int diag = p.nk - p.nq;  // bottom-right causal: query r sees key c iff c <= r + diag
+
+  // TODO: load_kv (Algorithm 2 lines 6-7; see the lab README)
+  // Line 6: load K_j and V_j (rows kv0 .. kv0 + kBc - 1 of this head) into k_s and v_s, once.
+  // Line 7: dK_j = dV_j = 0, in registers: dk[a][c] and dv[a][c] for this thread's keys
+  // ty + 16 a and columns 4 tx + 64 ch + u (c = 4 ch + u).
+
+  // TODO: query_loop (Algorithm 2 line 8 and causal tile skipping; see the lab README)
+  // Line 8: for each query tile i that can see this K/V tile. With causal masking, query r sees
+  // key kv0 only if r >= kv0 - diag: the tiles before the one holding that row see none of
+  // these keys and are skipped (q_begin). Each pass through the loop starts with a barrier (no
+  // warp may still read the previous tile) and ends with the steps below.
+
+    // TODO: load_q_do (Algorithm 2 line 9; see the lab README)
+    // Line 9: load Q_i and dO_i into q_s and do_s, and for each row its LSE (in base 2:
+    // LSE * log2(e)) and D_i into lse_s and delta_s. A row past the end of Q, or whose
+    // LSE = -inf (it sees no key), gets +inf in lse_s: its P row becomes exp2(S - inf) = 0.
+
+    // TODO: p_and_ds (Algorithm 2 lines 10-11, 13 and 14; see the lab README)
+    // Lines 10-11: S_ij = tau Q_i K_j^T (here in base 2: times p.scale_log2) and P_ij =
+    // exp2(S_ij - LSE_i), with masked scores (keys past Nk; with causal, key > row + diag)
+    // giving P = 0. Line 13: dP_ij = dO_i V_j^T. Line 14: dS_ij = P_ij (dP_ij - D_i).
+    // Thread (ty, tx) does rows ty + 16 a and keys tx + 16 b as a 4 x 4 block (products_4x4),
+    // and writes P and dS to p_s and ds_s for the products below.
+
+    // TODO: dv_dk (Algorithm 2 lines 12 and 16; see the lab README)
+    // Line 12: dV_j += P_ij^T dO_i. Line 16 (without tau, applied once at the end):
+    // dK_j += dS_ij^T Q_i. For each query row r of the tile: this thread's keys ty + 16 a read
+    // P and dS at (r, key), its columns read dO and Q at (r, column).
+
+    // TODO: dq (Algorithm 2 line 15; see the lab README)
+    // Line 15: dQ_i += dS_ij K_j (tau is applied by kernel 3), for this thread's rows
+    // ty + 16 a and columns: a sum over the tile's keys, then one 4-wide atomicAdd per row and
+    // 4 columns into p.dq_accum (the CTAs of the other K/V tiles add their shares to the same
+    // rows). Rows past the end of Q add nothing.
+
+  // TODO: write_dk_dv (Algorithm 2 line 18; see the lab README)
+  // Line 18: write dK_j = tau * dk and dV_j = dv to global memory, rounded to T once, for the
+  // keys of this tile that exist (key < Nk). Keys that no query saw have zeros: write them too.
+}
+
+// ---------------------------------------------------------------------------------------------
+// Kernel 3: dQ = tau * accumulator, rounded once to T. Four columns per thread.
+
+template <typename T>
+__global__ void convert_dq_kernel(const float* accum, T* dq, std::int64_t quads, float scale) {
+  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= quads) return;
+  const float4 x = load4(accum + 4 * i);
+  const float out[4] = {scale * x.x, scale * x.y, scale * x.z, scale * x.w};
+  store4(dq + 4 * i, out);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Launches (given).
+
+template <typename T, int D>
+void launch_all(const Params& p, const AttentionShape& shape, void* dq, cudaStream_t stream) {
+  using Cfg = TileConfig<D>;
+  const std::int64_t q_rows = static_cast<std::int64_t>(shape.B) * shape.H * shape.Nq;
+
+  constexpr int kRowsPerBlock = 8;  // 8 warps of kernel 1
+  dot_do_o_kernel<T, D><<<static_cast<unsigned>((q_rows + kRowsPerBlock - 1) / kRowsPerBlock), 32 * kRowsPerBlock, 0,
+                          stream>>>(p, q_rows);
+  check_cuda(cudaGetLastError(), "dot_do_o_kernel<<<...>>> launch");
+
+  // More than 48 KB of dynamic shared memory must be asked for explicitly.
+  check_cuda(cudaFuncSetAttribute(backward_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes),
+             "cudaFuncSetAttribute(backward_kernel, MaxDynamicSharedMemorySize)");
+  const dim3 grid(static_cast<unsigned>((shape.Nk + kBc - 1) / kBc), static_cast<unsigned>(shape.B * shape.H));
+  backward_kernel<T, D><<<grid, kThreads, Cfg::kSmemBytes, stream>>>(p);
+  check_cuda(cudaGetLastError(), "backward_kernel<<<...>>> launch");
+
+  const std::int64_t quads = q_rows * D / 4;
+  convert_dq_kernel<T><<<static_cast<unsigned>((quads + 255) / 256), 256, 0, stream>>>(p.dq_accum, static_cast<T*>(dq),
+                                                                                        quads, p.scale);
+  check_cuda(cudaGetLastError(), "convert_dq_kernel<<<...>>> launch");
+}
+
+template <typename T>
+void launch_for_d(const Params& p, const AttentionShape& shape, void* dq, cudaStream_t stream) {
+  if (shape.d == 64) launch_all<T, 64>(p, shape, dq, stream);
+  else launch_all<T, 128>(p, shape, dq, stream);
+}
+
+bool aligned16(const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0; }
+
+std::string shape_text(const AttentionShape& s) {
+  return "B=" + std::to_string(s.B) + " H=" + std::to_string(s.H) + " Nq=" + std::to_string(s.Nq) +
+         " Nk=" + std::to_string(s.Nk) + " d=" + std::to_string(s.d);
+}
+
+}  // namespace
+
+std::size_t backward_workspace_bytes(const AttentionShape& shape) {
+  if (shape.B < 1 || shape.H < 1 || shape.Nq < 1 || shape.d < 1)
+    throw BadInput("backward_workspace_bytes: B, H, Nq and d must be >= 1 (got " + shape_text(shape) + ")");
+  return static_cast<std::size_t>(shape.B) * shape.H * shape.Nq * (shape.d + 1) * sizeof(float);
+}
+
+void flash_attention_backward(const void* Q, const void* K, const void* V, const void* O, const void* dO,
+                              const float* lse, void* dQ, void* dK, void* dV, DType dtype,
+                              const AttentionShape& shape, const BackwardGpuOptions& options) {
+  // Input checks (given): every message names the argument and the rule it broke.
+  const char* f = "flash_attention_backward";
+  if (!Q || !K || !V || !O || !dO || !lse || !dQ || !dK || !dV)
+    throw BadInput(std::string(f) + ": Q, K, V, O, dO, lse, dQ, dK and dV must be non-null device pointers");
+  if (shape.d != 64 && shape.d != 128)
+    throw BadInput(std::string(f) + ": head dimension d = " + std::to_string(shape.d) +
+                   " is not supported (use 64 or 128)");
+  if (shape.B < 1 || shape.H < 1 || shape.Nq < 1 || shape.Nk < 1)
+    throw BadInput(std::string(f) + ": B, H, Nq and Nk must be >= 1 (got " + shape_text(shape) + ")");
+  if (static_cast<long long>(shape.B) * shape.H > 65535)
+    throw BadInput(std::string(f) + ": B * H must be <= 65535 (one grid row per head)");
+  if (dtype != DType::fp32 && dtype != DType::bf16) throw BadInput(std::string(f) + ": dtype must be fp32 or bf16");
+  for (const void* ptr : {Q, K, V, O, dO, static_cast<const void*>(dQ), static_cast<const void*>(dK),
+                          static_cast<const void*>(dV)})
+    if (!aligned16(ptr)) throw BadInput(std::string(f) + ": Q, K, V, O, dO, dQ, dK and dV must be 16-byte aligned");
+  if (!std::isfinite(options.scale)) throw BadInput(std::string(f) + ": scale must be finite");
+  const std::size_t need = backward_workspace_bytes(shape);
+  if (options.workspace == nullptr || options.workspace_bytes < need || !aligned16(options.workspace))
+    throw BadInput(std::string(f) + ": options.workspace must be a 16-byte aligned device buffer of at least " +
+                   std::to_string(need) + " bytes (backward_workspace_bytes), got " +
+                   std::to_string(options.workspace_bytes));
+
+  [[maybe_unused]] Params p{};
+  p.q = Q;
+  p.k = K;
+  p.v = V;
+  p.o = O;
+  p.dout = dO;
+  p.lse = lse;
+  p.dk = dK;
+  p.dv = dV;
+  // The accumulator first (16-byte aligned rows of d floats), then D.
+  p.dq_accum = static_cast<float*>(options.workspace);
+  p.delta = p.dq_accum + static_cast<std::int64_t>(shape.B) * shape.H * shape.Nq * shape.d;
+  p.nq = shape.Nq;
+  p.nk = shape.Nk;
+  p.causal = options.causal;
+  p.scale = options.scale != 0.0f ? options.scale : 1.0f / std::sqrt(static_cast<float>(shape.d));
+  p.scale_log2 = p.scale * kLog2eF;
+
+  // TODO: flash_attention_backward (see the lab README)
+  // Dispatch on dtype to launch_for_d<float> or launch_for_d<__nv_bfloat16>, which picks the
+  // kernels for d and launches all three on options.stream.
+  throw course::NotImplemented("flash_attention_backward", "labs/lab7_backward/backward.cu");
+}
+
+}  // namespace course::lab7
