@@ -348,7 +348,8 @@ TEST_CASE("memory: peak heap stays O(N*d + block_q*block_k)" * grading::points(3
     // row, dQ and D in the accumulation type and one more number (a row statistic), and per key
     // row dK and dV (what the query-outer loop order keeps; the solution keeps only a tile of
     // them); six tiles of scores and eight of rows; 64 KiB slack for the allocator and small
-    // bookkeeping. Nothing is Nq x Nk, nor block x N.
+    // bookkeeping. Nothing is Nq x Nk, nor block x N. Measured: the solution peaks at 0.52 of
+    // the bound (N = 2048), the query-outer variant at 0.68, a score tile of all queries at 1.37.
     const long acc = sizeof(float), Nq = p.Nq, Nk = p.Nk, d = p.d;
     const long bq = std::min<long>(p.block_q, Nq), bk = std::min<long>(p.block_k, Nk);
     const long outputs = (Nq + 2 * Nk) * d * long(sizeof(float));

@@ -16,8 +16,8 @@
 // The loop order is FA2's: key/value tiles outermost (line 5), so that dK_j and dV_j add up in
 // two small buffers ("on chip") and are written once (line 18); the query tiles stream past them
 // (line 8). dQ_i gets a contribution from every key tile, so dQ lives in an Acc matrix the size of
-// Q for the whole call (line 15 reads and writes it in main memory; a GPU does that with atomic
-// adds, lab 7 part 2).
+// Q for the whole call (line 15 reads and writes it in main memory; a GPU kernel does that with
+// atomic adds, or in a pass of its own over the key tiles).
 //
 // Two things Algorithm 2 leaves out, and FA1's backward (its Algorithm 4, Appendix B) has:
 //   * the softmax scale tau: S = tau Q K^T, so dQ = tau dS K and dK = tau dS^T Q. As in lab 3, tau
