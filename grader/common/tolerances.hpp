@@ -65,7 +65,10 @@ Tolerance with_score_rounding(Tolerance t, const std::string& dtype, double scor
 //   dV_jt: sum_i P_ij c_ij |dO_it|
 //   dQ_it: scale sum_j P_ij c_ij |dP_ij - D_i| |K_jt|
 //   dK_jt: scale sum_i P_ij c_ij |dP_ij - D_i| |Q_it|
-// (the grader computes it from the inputs). Why it is needed: where a row's two largest scores
+// plus, for dQ and dK, the same walk in dP_ij - D_i (two dot products that cancel, summed in
+// different orders: D in a pass of its own, dP in the tile loop), P_ij sum_t |dO_it| (|V_jt| +
+// |O_it|) in place of P_ij c_ij |dP_ij - D_i| (the grader computes it all from the inputs; seen on
+// the GPU at Nq = Nk = 1, where the exact dQ is 0 and the plain backward's error is 0 too). Why it is needed: where a row's two largest scores
 // nearly tie, the rounding of one score decides a gradient's error, so the ratio of a correct
 // code's error to the plain backward's is heavy-tailed (over 7x at scale 30 in 300 seeds) and a
 // multiple of the plain error alone is no bound.

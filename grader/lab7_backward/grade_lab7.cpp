@@ -90,8 +90,13 @@ Grads run_lab(const LabInputs& x, const Problem& p) {
 }
 
 // For the fp32 bands (grading::with_gradient_score_rounding): how far each gradient moves, to
-// first order and per u32, when every score S_ij is rounded by up to u32 c_ij, with
-// c_ij = scale sum_t |q_it k_jt|. Computed in fp64 from the lab's inputs.
+// first order and per u32 (times sqrt(d): a random walk), when a correct code rounds otherwise than
+// the plain backward does. Two sources, computed in fp64 from the lab's inputs:
+//   scores: every S_ij rounded by up to u32 c_ij, with c_ij = scale sum_t |q_it k_jt|;
+//   dP_ij - D_i: two dot products of d terms that cancel (exactly, when a row sees one key: then
+//     O_i = V_j and dS = 0), summed in different orders by a correct code (D in a pass of its own,
+//     dP in the tile loop, as FA2 does): each rounded by up to u32 e_ij, with
+//     e_ij = sum_t |dO_it| (|V_jt| + |O_it|). It moves dS_ij by P_ij u32 e_ij.
 struct Sensitivity {
   double dQ = 0, dK = 0, dV = 0;
 };
@@ -105,7 +110,10 @@ Sensitivity score_rounding_sensitivity(const LabInputs& x, const Problem& p) {
   const Md PC = P.cwiseProduct(tau * (x.Q.cwiseAbs() * x.K.cwiseAbs().transpose()));
   const Eigen::VectorXd D = x.dO.cwiseProduct(x.O).rowwise().sum();
   const Md dP = x.dO * x.V.transpose();
-  const Md W = PC.cwiseProduct((dP.colwise() - D).cwiseAbs());
+  // |dS| moved by the scores (P c |dP - D|) and by the cancellation of dP and D (P e).
+  const Eigen::VectorXd dO_O = x.dO.cwiseAbs().cwiseProduct(x.O.cwiseAbs()).rowwise().sum();
+  const Md E = (x.dO.cwiseAbs() * x.V.cwiseAbs().transpose()).colwise() + dO_O;
+  const Md W = PC.cwiseProduct((dP.colwise() - D).cwiseAbs()) + P.cwiseProduct(E);
   return {tau * (W * x.K.cwiseAbs()).maxCoeff(), tau * (W.transpose() * x.Q.cwiseAbs()).maxCoeff(),
           (PC.transpose() * x.dO.cwiseAbs()).maxCoeff()};
 }
