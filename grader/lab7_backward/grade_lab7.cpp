@@ -543,8 +543,6 @@ TEST_CASE("errors: bad input throws course::BadInput" * grading::points(1, kFp64
 
 namespace {
 
-using course::DType;
-
 const char* kGpuFp32 = "gpu: fp32 matches the reference (d 64 and 128, N not a multiple of the tile)";
 
 struct GpuProblem {
@@ -558,6 +556,8 @@ struct GpuProblem {
 Problem head_problem(const GpuProblem& g) { return {g.Nq, g.Nk, g.d, 64, 64, g.causal, g.scale, g.dist}; }
 
 #if COURSE_LAB7_GPU
+using course::DType;
+
 template <class T>
 constexpr DType gpu_dtype() {
   return std::is_same_v<T, float> ? DType::fp32 : DType::bf16;
