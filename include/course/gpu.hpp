@@ -1,6 +1,6 @@
 // The GPU labs' toolkit: element types, the attention shape, a CUDA error check, a device
-// buffer that frees itself, and a seeded generator of normal values on the device. Shared by
-// labs 4 and 5 (your code may include it), their solutions, the grader's GPU side, the GPU
+// buffer that frees itself, a tile loader, and a seeded generator of normal values on the
+// device. Shared by the GPU labs (your code may include it), their solutions, the grader's GPU side, the GPU
 // references and the benchmarks.
 //
 // Host compilers and nvcc both compile this header (no Eigen, no device code outside
@@ -116,6 +116,37 @@ __device__ __forceinline__ void load16(const __nv_bfloat16* src, float* dst) {
     const float2 f = __bfloat1622float2(pairs[i]);
     dst[2 * i] = f.x;
     dst[2 * i + 1] = f.y;
+  }
+}
+
+// Copies rows [0, ROWS) of a row-major [*, D] block in global memory into a shared fp32 tile with
+// row pitch `pitch` (floats), multiplying by `mul`; the THREADS threads of the CTA share the
+// 16-byte loads (load16). Rows at or past `valid_rows` are filled with zeros, so that a partial
+// tile at the end of a sequence never reads out of bounds. Labs 4 and 7 stage their tiles with it.
+template <int ROWS, int D, int THREADS, typename T>
+__device__ __forceinline__ void load_rows_fp32(float* tile, int pitch, const T* src, int valid_rows,
+                                               float mul = 1.0f) {
+  constexpr int kPerLoad = 16 / static_cast<int>(sizeof(T));  // 4 floats or 8 bf16
+  constexpr int kLoadsPerRow = D / kPerLoad;
+  constexpr int kLoads = ROWS * kLoadsPerRow;
+  static_assert(kLoads % THREADS == 0, "tile must split evenly over the CTA");
+#pragma unroll
+  for (int it = 0; it < kLoads / THREADS; ++it) {
+    const int e = static_cast<int>(threadIdx.x) + it * THREADS;
+    const int row = e / kLoadsPerRow;
+    const int col = (e % kLoadsPerRow) * kPerLoad;
+    float x[kPerLoad];
+    if (row < valid_rows) {
+      load16(src + static_cast<std::int64_t>(row) * D + col, x);
+    } else {
+#pragma unroll
+      for (int u = 0; u < kPerLoad; ++u) x[u] = 0.0f;
+    }
+#pragma unroll
+    for (int u = 0; u < kPerLoad; u += 4) {
+      *reinterpret_cast<float4*>(tile + row * pitch + col + u) =
+          make_float4(x[u] * mul, x[u + 1] * mul, x[u + 2] * mul, x[u + 3] * mul);
+    }
   }
 }
 

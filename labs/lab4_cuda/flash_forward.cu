@@ -92,36 +92,16 @@ struct KernelParams {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Device helpers (given): tile loads built on course::load16 (course/gpu.hpp), and stores back.
+// Device helpers (given): tile loads (course::load_rows_fp32, course/gpu.hpp), and stores back.
 
 // Copies rows [0, ROWS) of a row-major [*, D] block in global memory into a shared fp32 tile
 // with row pitch `pitch`, multiplying by `mul`. Rows at or past `valid_rows` are filled with
-// zeros, so that a partial tile at the end of the sequence never reads out of bounds.
+// zeros, so that a partial tile at the end of the sequence never reads out of bounds. (The CTA's
+// 128 threads share the loads: course::load_rows_fp32 in course/gpu.hpp.)
 template <int ROWS, int D, typename T>
 __device__ __forceinline__ void load_tile(float* tile, int pitch, const T* src, int valid_rows,
                                           float mul) {
-  constexpr int kPerLoad = 16 / static_cast<int>(sizeof(T));  // 4 floats or 8 bf16
-  constexpr int kLoadsPerRow = D / kPerLoad;
-  constexpr int kLoads = ROWS * kLoadsPerRow;
-  static_assert(kLoads % kThreads == 0, "tile must split evenly over the CTA");
-#pragma unroll
-  for (int it = 0; it < kLoads / kThreads; ++it) {
-    const int e = static_cast<int>(threadIdx.x) + it * kThreads;
-    const int row = e / kLoadsPerRow;
-    const int col = (e % kLoadsPerRow) * kPerLoad;
-    float x[kPerLoad];
-    if (row < valid_rows) {
-      load16(src + static_cast<std::int64_t>(row) * D + col, x);
-    } else {
-#pragma unroll
-      for (int u = 0; u < kPerLoad; ++u) x[u] = 0.0f;
-    }
-#pragma unroll
-    for (int u = 0; u < kPerLoad; u += 4) {
-      *reinterpret_cast<float4*>(tile + row * pitch + col + u) =
-          make_float4(x[u] * mul, x[u + 1] * mul, x[u + 2] * mul, x[u + 3] * mul);
-    }
-  }
+  load_rows_fp32<ROWS, D, kThreads>(tile, pitch, src, valid_rows, mul);
 }
 
 template <int N>

@@ -93,29 +93,10 @@ struct Params {
 
 // Copies rows [0, kBr) of a row-major [*, D] block into a shared fp32 tile with row pitch
 // `pitch`. Rows at or past `valid_rows` are zeros: a partial tile never reads out of bounds.
+// (The CTA's 256 threads share the loads: course::load_rows_fp32 in course/gpu.hpp.)
 template <int D, typename T>
 __device__ __forceinline__ void load_tile(float* tile, int pitch, const T* src, int valid_rows) {
-  constexpr int kPerLoad = 16 / static_cast<int>(sizeof(T));  // 4 floats or 8 bf16
-  constexpr int kLoadsPerRow = D / kPerLoad;
-  constexpr int kLoads = kBr * kLoadsPerRow;
-  static_assert(kLoads % kThreads == 0, "tile must split evenly over the CTA");
-#pragma unroll
-  for (int it = 0; it < kLoads / kThreads; ++it) {
-    const int e = static_cast<int>(threadIdx.x) + it * kThreads;
-    const int row = e / kLoadsPerRow;
-    const int col = (e % kLoadsPerRow) * kPerLoad;
-    float x[kPerLoad];
-    if (row < valid_rows) {
-      load16(src + static_cast<std::int64_t>(row) * D + col, x);
-    } else {
-#pragma unroll
-      for (int u = 0; u < kPerLoad; ++u) x[u] = 0.0f;
-    }
-#pragma unroll
-    for (int u = 0; u < kPerLoad; u += 4) {
-      *reinterpret_cast<float4*>(tile + row * pitch + col + u) = make_float4(x[u], x[u + 1], x[u + 2], x[u + 3]);
-    }
-  }
+  load_rows_fp32<kBr, D, kThreads>(tile, pitch, src, valid_rows);
 }
 
 __device__ __forceinline__ float4 load4(const float* src) { return *reinterpret_cast<const float4*>(src); }
