@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "course/lab7_backward_gpu.hpp"
+#include "event_timing.hpp"
 #if COURSE_HAVE_LAB5
 #include "course/lab5_tensor_core.hpp"
 #endif
@@ -32,28 +33,10 @@ namespace {
 using course::check_cuda;
 using course::DeviceBuffer;
 
-float time_ms(const std::function<void()>& call, cudaStream_t stream, int reps) {
-  std::vector<cudaEvent_t> ev(2 * size_t(reps));
-  for (auto& e : ev) check_cuda(cudaEventCreate(&e), "cudaEventCreate");
-  for (int i = 0; i < reps; ++i) {
-    check_cuda(cudaEventRecord(ev[2 * i], stream), "cudaEventRecord");
-    call();
-    check_cuda(cudaEventRecord(ev[2 * i + 1], stream), "cudaEventRecord");
-  }
-  check_cuda(cudaEventSynchronize(ev.back()), "timed calls");
-  std::vector<float> ms(reps);
-  for (int i = 0; i < reps; ++i) check_cuda(cudaEventElapsedTime(&ms[i], ev[2 * i], ev[2 * i + 1]), "elapsed");
-  for (auto& e : ev) cudaEventDestroy(e);
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
-}
-
-// One call to size the repetitions, then the median of `reps` (300 ms of calls, 3..max_reps).
+// The first call (untimed), then bench::sized_median_ms.
 float measure(const std::function<void()>& call, cudaStream_t stream, int max_reps, int& reps) {
   call();
-  const float once = time_ms(call, stream, 1);
-  reps = std::clamp(static_cast<int>(300.0f / std::max(once, 1e-3f)), 3, max_reps);
-  return time_ms(call, stream, reps);
+  return bench::sized_median_ms(call, stream, max_reps, reps);
 }
 
 }  // namespace

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "attention_fp64.hpp"  // reference/gpu/
+#include "event_timing.hpp"
 #include "tolerances.hpp"       // grader/common: the sanity limit of a benchmark row
 #include "course/lab6_decoding.hpp"
 #if COURSE_HAVE_LAB5
@@ -68,27 +69,6 @@ std::vector<std::string> split(const std::string& s) {
 
 bool has(const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 
-float median(std::vector<float> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5f * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
-
-// Median time of `reps` calls on `stream`, each between its own pair of events.
-float time_ms(const std::function<void()>& call, cudaStream_t stream, int reps) {
-  std::vector<cudaEvent_t> ev(2 * size_t(reps));
-  for (auto& e : ev) check_cuda(cudaEventCreate(&e), "cudaEventCreate");
-  for (int i = 0; i < reps; ++i) {
-    check_cuda(cudaEventRecord(ev[2 * i], stream), "cudaEventRecord");
-    call();
-    check_cuda(cudaEventRecord(ev[2 * i + 1], stream), "cudaEventRecord");
-  }
-  check_cuda(cudaEventSynchronize(ev.back()), "timed calls");
-  std::vector<float> ms(reps);
-  for (int i = 0; i < reps; ++i) check_cuda(cudaEventElapsedTime(&ms[i], ev[2 * i], ev[2 * i + 1]), "elapsed");
-  for (auto& e : ev) cudaEventDestroy(e);
-  return median(ms);
-}
-
 // Device-to-device copy bandwidth, bytes read + written per second, in GB/s.
 double copy_gbps(cudaStream_t stream) {
   const size_t bytes = size_t(4) << 30;
@@ -96,7 +76,7 @@ double copy_gbps(cudaStream_t stream) {
   check_cuda(cudaMemsetAsync(a.get(), 1, bytes, stream), "memset");
   auto call = [&] { check_cuda(cudaMemcpyAsync(b.get(), a.get(), bytes, cudaMemcpyDeviceToDevice, stream), "copy"); };
   call();
-  const float ms = time_ms(call, stream, 10);
+  const float ms = bench::time_ms(call, stream, 10);
   return 2.0 * double(bytes) / (ms * 1e-3) / 1e9;
 }
 
@@ -242,9 +222,7 @@ int main(int argc, char** argv) {
               if (std::isnan(err)) status = "nonfinite";
               else if (err > grading::benchmark_sanity_limit(bf16 ? "bf16" : "fp32")) status = "wrong";
               // Warm-up that sizes the repetitions, then the timed calls.
-              const float warm = time_ms(call, stream, 1);
-              reps = std::max(3, std::min(max_reps, warm > 0 ? int(300.0f / warm) : max_reps));
-              ms = time_ms(call, stream, reps);
+              ms = bench::sized_median_ms(call, stream, max_reps, reps);
             } catch (const std::exception& e) {
               status = std::string("error:") + e.what();
               for (char& ch : status)
