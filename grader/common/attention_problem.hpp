@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "grading.hpp"
 #include "reference/data.hpp"
@@ -40,6 +41,14 @@ inline std::string describe(const AttentionProblem& p, std::uint64_t seed) {
 // The softmax scale tau of a problem: its own, or 1/sqrt(d).
 inline double scale_of(const AttentionProblem& p) {
   return p.scale ? *p.scale : 1.0 / std::sqrt(double(p.d));
+}
+
+// The same problems with causal masking. P: AttentionProblem, or any problem type with a `causal`
+// member (lab 7's GPU problems); a braced list means AttentionProblems.
+template <class P = AttentionProblem>
+std::vector<P> causal(std::vector<P> ps) {
+  for (P& p : ps) p.causal = true;
+  return ps;
 }
 
 // The lab's options for a problem: lab 3's AttentionOptions or lab 7's BackwardOptions.

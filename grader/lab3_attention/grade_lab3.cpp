@@ -40,6 +40,7 @@ namespace {
 using Problem = grading::AttentionProblem;
 using grading::describe;
 using grading::scale_of;
+using grading::causal;
 
 AttentionOptions options_of(const Problem& p) { return grading::options_of<AttentionOptions>(p); }
 
@@ -105,11 +106,6 @@ const std::vector<Problem> kSquare = {
     {1000, 1000, 1, 128, 48},
 };
 const std::vector<Problem> kSmallSquare(kSquare.begin(), kSquare.end() - 2);
-
-std::vector<Problem> causal(std::vector<Problem> ps) {
-  for (Problem& p : ps) p.causal = true;
-  return ps;
-}
 
 const char* kFp64 = "attention: fp64 matches reference";
 const char* kFp32 = "attention: fp32 within band";

@@ -57,6 +57,7 @@ using Problem = grading::AttentionProblem;
 using Grads = reference::AttentionGradients<double>;
 using grading::describe;
 using grading::scale_of;
+using grading::causal;
 
 BackwardOptions options_of(const Problem& p) { return grading::options_of<BackwardOptions>(p); }
 
@@ -181,11 +182,6 @@ template <class T>
 void check_problems(const std::vector<Problem>& problems, int draws) {
   for (const Problem& p : problems)
     for (int k = 0; k < draws; ++k) check_problem<T>(p, grading::seed() + k);
-}
-
-std::vector<Problem> causal(std::vector<Problem> ps) {
-  for (Problem& p : ps) p.causal = true;
-  return ps;
 }
 
 // N in {1, 2, 3, 7, 50, 64, 113, 256}, d in {1, 16, 64, 128}; tiles of 1, tiles that fit, that
@@ -657,11 +653,6 @@ const std::vector<GpuProblem> kGpuShapes = {
     {2, 1, 130, 130, 128}, {1, 1, 300, 200, 64}, {1, 1, 200, 300, 128},
 };
 
-std::vector<GpuProblem> gpu_causal(std::vector<GpuProblem> ps) {
-  for (GpuProblem& p : ps) p.causal = true;
-  return ps;
-}
-
 }  // namespace
 
 TEST_CASE("gpu: fp32 matches the reference (d 64 and 128, N not a multiple of the tile)" * grading::points(3)) {
@@ -674,13 +665,13 @@ TEST_CASE("gpu: bf16 within band (fp32 accumulation)" * grading::points(2, kGpuF
 
 TEST_CASE("gpu: causal, Nq != Nk aligned bottom-right, rows with no key give dQ = 0" *
           grading::points(3, kGpuFp32)) {
-  for (const GpuProblem& g : gpu_causal(kGpuShapes)) {
+  for (const GpuProblem& g : causal(kGpuShapes)) {
     check_gpu<float>(g, grading::seed());
     check_gpu<bf16>(g, grading::seed());
   }
   // Nq > Nk: the first Nq - Nk rows see no key (LSE = -inf), inside tiles that also hold rows
   // that do; Nq < Nk: the first K/V tiles are seen by every query.
-  for (const GpuProblem& g : gpu_causal({{1, 2, 150, 40, 64}, {2, 1, 70, 260, 128}, {1, 1, 5, 3, 64}}))
+  for (const GpuProblem& g : causal<GpuProblem>({{1, 2, 150, 40, 64}, {2, 1, 70, 260, 128}, {1, 1, 5, 3, 64}}))
     check_gpu<float>(g, grading::seed());
 }
 
