@@ -76,9 +76,10 @@ const std::map<std::pair<Quantity, std::string>, Band>& table() {
        {2, 1e-6,
         "fp32 dQ, dK, dV: 2x the plain fp32 backward on the same inputs (S, P, dP, dS in fp32, P "
         "from the saved LSE and D from the saved O, as the API defines them; FlashAttention's "
-        "rule), floor 1e-6 (~8 fp32 ulps) times max(1, max |g|), plus the score-rounding "
-        "allowance (with_gradient_score_rounding); the solution uses at most 0.47 of it "
-        "(300 seeds; 0.35 at the large scores over 1000), FA2's exp2 form 0.45"}},
+        "rule), floor 1e-6 (~8 fp32 ulps) times max(1, max |g|), plus the rounding allowance "
+        "of the scores and of dP - D (with_gradient_score_rounding); the solution used at most "
+        "0.47 of it (300 seeds; 0.35 at the large scores over 1000), FA2's exp2 form 0.45, "
+        "measured before the dP - D term was added (which only widens it)"}},
       {{Quantity::gradient, "bf16"},
        {2, 0x1p-8,
         "bf16 dQ, dK, dV, fp32 arithmetic: 2x the plain bf16 backward (S, P, dP, D, dS and the "
@@ -126,15 +127,17 @@ const std::map<std::pair<Quantity, std::string>, ElementBand>& element_table() {
         "gradient, at most u = 2^-8 relative per element; elements far smaller than their row's "
         "largest (|g| < 2^-5 max_row |g|) are held to u 2^-5 max_row |g|, since their fp32 error "
         "is set by sums over the row's keys or queries; E32 is the plain fp32 backward's error "
-        "from the same rounded inputs plus the score-rounding walk (score_rounding_walk). The "
-        "solution's worst element reaches 0.992 of this band (300 seeds); dQ kept in bf16 "
-        "between key tiles errs 2 to 4 times it (16 to 50 key tiles)"}},
+        "from the same rounded inputs plus the rounding walk of the scores and of dP - D "
+        "(score_rounding_walk). The solution's worst element reached 0.992 of this band (300 "
+        "seeds, before the dP - D term widened it); dQ kept in bf16 between key tiles errs 2 to "
+        "4 times it (16 to 50 key tiles)"}},
       {{Quantity::gradient, "fp16"},
        {0x1p-11, 0x1p-5, 2, 0x1p-25,
         "fp16 dQ, dK, dV with fp32 arithmetic: one rounding of each gradient, at most "
         "u = 2^-11 relative per element, held to u 2^-5 max_row |g| for elements far smaller "
         "than their row's largest; E32 as for bf16; floor half the smallest fp16 subnormal. The "
-        "solution's worst element reaches 0.987 of this band (300 seeds)"}},
+        "solution's worst element reached 0.987 of this band (300 seeds, before the dP - D term "
+        "widened it)"}},
   };
   return t;
 }
