@@ -138,4 +138,16 @@ void require_finite(const Eigen::Ref<const Matrix<T>>& x, const std::string& who
   detail::require_elements<T>(x, who, false, "every element must be finite");
 }
 
+// Throws BadInput unless both block sizes are at least 1 and a scale, where one is given, is
+// finite: the tile options of labs 3 and 7 (block_q, block_k, scale).
+template <class TileOptions>
+void require_tile_options(const TileOptions& options, const std::string& who) {
+  if (options.block_q < 1 || options.block_k < 1)
+    throw BadInput(who + ": block sizes must be at least 1; got block_q = " +
+                   std::to_string(options.block_q) + ", block_k = " +
+                   std::to_string(options.block_k));
+  if (options.scale && !std::isfinite(*options.scale))
+    throw BadInput(who + ": the scale must be finite; got " + std::to_string(*options.scale));
+}
+
 }  // namespace course

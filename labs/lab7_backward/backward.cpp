@@ -69,12 +69,7 @@ void validate(const Matrix<T>& Q, const Matrix<T>& K, const Matrix<T>& V, const 
     throw BadInput(who + ": lse must hold one number per query row (" + std::to_string(Q.rows()) +
                    "); it holds " + std::to_string(lse.size()));
   if (Q.cols() < 1) throw BadInput(who + ": the head dimension d must be at least 1; got d = 0");
-  if (options.block_q < 1 || options.block_k < 1)
-    throw BadInput(who + ": block sizes must be at least 1; got block_q = " +
-                   std::to_string(options.block_q) + ", block_k = " +
-                   std::to_string(options.block_k));
-  if (options.scale && !std::isfinite(*options.scale))
-    throw BadInput(who + ": the scale must be finite; got " + std::to_string(*options.scale));
+  require_tile_options(options, who);
   require_finite<T>(Q, who + ": Q");
   require_finite<T>(K, who + ": K");
   require_finite<T>(V, who + ": V");
