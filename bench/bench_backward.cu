@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
           std::fprintf(csv, "%s,%s,bf16,%d,%d,%d,%d,%d,%.4f,%.1f,%s,%d\n", impl, pass, d, n, shape.B, shape.H,
                        int(causal), ms, status == "ok" ? flops / (ms * 1e-3) / 1e12 : 0.0, status.c_str(), reps);
           std::fflush(csv);
-          std::printf("%-6s %-8s d=%-3d N=%-5d %-10s %8.3f ms %6.1f TFLOP/s %s\n", impl, pass, d, n,
+          std::printf("%-15s %-8s d=%-3d N=%-5d %-10s %8.3f ms %6.1f TFLOP/s %s\n", impl, pass, d, n,
                       causal ? "causal" : "non-causal", ms, status == "ok" ? flops / (ms * 1e-3) / 1e12 : 0.0,
                       status.c_str());
         };
@@ -125,13 +125,19 @@ int main(int argc, char** argv) {
           bo.workspace = workspace.get();
           bo.workspace_bytes = workspace.bytes();
           bo.stream = stream;
-          auto backward = [&] {
-            course::lab7::flash_attention_backward(q.get(), k.get(), v.get(), o.get(), dout.get(), lse.as<float>(),
-                                                   dq.get(), dk.get(), dv.get(), course::DType::bf16, shape, bo);
-          };
-          int breps = 0;
-          const float bwd_ms = measure(backward, stream, max_reps, breps);
-          row("lab7", "backward", bwd_ms, bwd_flops, "ok", breps);
+          // Part 3 (tensor cores, what `automatic` picks for bf16) and part 2 (CUDA cores).
+          for (auto [impl, kernel] : {std::pair{"lab7", course::lab7::BackwardKernel::tensor_cores},
+                                      std::pair{"lab7-cuda-cores", course::lab7::BackwardKernel::cuda_cores}}) {
+            bo.kernel = kernel;
+            auto backward = [&] {
+              course::lab7::flash_attention_backward(q.get(), k.get(), v.get(), o.get(), dout.get(),
+                                                     lse.as<float>(), dq.get(), dk.get(), dv.get(),
+                                                     course::DType::bf16, shape, bo);
+            };
+            int breps = 0;
+            const float bwd_ms = measure(backward, stream, max_reps, breps);
+            row(impl, "backward", bwd_ms, bwd_flops, "ok", breps);
+          }
         } catch (const std::exception& e) {
           std::string what = e.what();
           std::replace(what.begin(), what.end(), ',', ';');

@@ -11,6 +11,10 @@
 // Part 2, flash_attention_backward on the GPU (the section at the end): the same inputs, reference
 // and bands, head by head, with the GPU labs' harness (NaN guard zones and poisoned outputs, a busy
 // default stream); its checks skip where no CUDA device (or no CUDA compiler) is found.
+// Part 3, the same function on tensor cores (BackwardKernel::tensor_cores, the "tc: ..." checks):
+// bf16 and fp16, graded like part 2 except that the fp32 term of the per-element band comes from
+// a plain backward that rounds P and dS to the 16-bit type, as the tensor cores' operands are
+// (plain_tensor_core_backward).
 //
 // The inputs of a problem: Q, K, V and dO drawn from the run's seed (extra draws use seed + k,
 // printed in the failure message) and rounded to the lab's dtype; O and LSE as a forward pass in
@@ -24,6 +28,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "attention_problem.hpp"
@@ -35,8 +40,6 @@
 #include "reference/data.hpp"
 #include "reference/reference.hpp"
 #if COURSE_LAB7_GPU
-#include <type_traits>
-
 #include "gpu_harness.hpp"  // require_device, to_doubles (grader/gpu/)
 #include "gpu_wire.hpp"
 #endif
@@ -119,21 +122,49 @@ Sensitivity score_rounding_sensitivity(const LabInputs& x, const Problem& p) {
           (PC.transpose() * x.dO.cwiseAbs()).maxCoeff()};
 }
 
+// The plain backward with the tensor cores' roundings (part 3): S, P, dP, D and dS in fp32 from
+// the lab's inputs, P and dS rounded once to T (they are the 16-bit operands of the mma, as in
+// FlashAttention-2), every product accumulated in fp32, the gradients left in fp32 (their one
+// rounding to T is the per-element band's own term).
+template <class T>
+Grads plain_tensor_core_backward(const LabInputs& x, const Problem& p) {
+  using Mf = Eigen::MatrixXf;
+  const float tau = static_cast<float>(scale_of(p));
+  const Mf q = x.Q.cast<float>(), k = x.K.cast<float>(), v = x.V.cast<float>(), o = x.O.cast<float>(),
+           dout = x.dO.cast<float>();
+  const Mf S = reference::scores<float>(q, k, tau, p.causal);
+  Mf P = Mf::Zero(S.rows(), S.cols());
+  for (Eigen::Index c = 0; c < S.cols(); ++c)
+    for (Eigen::Index r = 0; r < S.rows(); ++r)
+      if (std::isfinite(x.lse(r))) P(r, c) = std::exp(S(r, c) - static_cast<float>(x.lse(r)));
+  const Eigen::VectorXf D = dout.cwiseProduct(o).rowwise().sum();
+  const Mf dS = P.cwiseProduct((dout * v.transpose()).colwise() - D);
+  const Mf P16 = reference::round_to<T>(P.cast<double>()).template cast<float>();
+  const Mf dS16 = reference::round_to<T>(dS.cast<double>()).template cast<float>();
+  return {(tau * (dS16 * k)).cast<double>(), (tau * (dS16.transpose() * q)).cast<double>(),
+          (P16.transpose() * dout).cast<double>()};
+}
+
 // dQ, dK and dV against `ref`, each in its band: FlashAttention's rule against the plain
 // same-dtype backward on the same inputs (reference::plain_attention_backward), widened in fp32
 // by the scores' rounding and in bf16 and fp16 by the fp32 error E32 of the same inputs; for bf16
 // and fp16 also the per-element band of one rounding, whose fp32 term is E32 (see
-// grader/common/tolerances.hpp for each).
+// grader/common/tolerances.hpp for each). With `tensor_cores`, E32 is the error of
+// plain_tensor_core_backward instead of the plain fp32 backward's.
 template <class T>
 bool compare_gradients(const Grads& got, const Grads& ref, const LabInputs& x, const Problem& p,
-                       const std::string& inputs) {
+                       const std::string& inputs, bool tensor_cores = false) {
   const std::string dtype = course::dtype_name<T>();
   const Grads plain = reference::plain_attention_backward<T>(x.Q, x.K, x.V, x.O, x.dO, x.lse,
                                                              scale_of(p), p.causal);
   const bool per_element = grading::element_band_for(Quantity::gradient, dtype) != nullptr;
-  const Grads plain32 = per_element ? reference::plain_attention_backward<float>(
-                                          x.Q, x.K, x.V, x.O, x.dO, x.lse, scale_of(p), p.causal)
-                                    : Grads{};
+  Grads plain32;  // the fp32 yardstick of the per-element band (16-bit dtypes only)
+  if constexpr (std::is_same_v<T, bf16> || std::is_same_v<T, fp16>) {
+    if (per_element)
+      plain32 = tensor_cores ? plain_tensor_core_backward<T>(x, p)
+                             : reference::plain_attention_backward<float>(x.Q, x.K, x.V, x.O, x.dO, x.lse,
+                                                                          scale_of(p), p.causal);
+  }
   const Sensitivity sensitivity =
       dtype == "fp64" ? Sensitivity{} : score_rounding_sensitivity(x, p);
   struct Named {
@@ -541,6 +572,9 @@ namespace {
 
 const char* kGpuFp32 = "gpu: fp32 matches the reference (d 64 and 128, N not a multiple of the tile)";
 
+// Which kernel a check grades (the call's `version` on the wire, see serve_gpu.cpp).
+enum class Kernel { cuda_cores = 0, tensor_cores = 1 };
+
 struct GpuProblem {
   int B = 1, H = 1, Nq = 1, Nk = 1, d = 64;
   bool causal = false;
@@ -556,7 +590,7 @@ using course::DType;
 
 template <class T>
 constexpr DType gpu_dtype() {
-  return std::is_same_v<T, float> ? DType::fp32 : DType::bf16;
+  return std::is_same_v<T, float> ? DType::fp32 : std::is_same_v<T, bf16> ? DType::bf16 : DType::fp16;
 }
 
 // Appends the values of m (already rounded to T) in T's bits, row-major.
@@ -578,9 +612,10 @@ Md head_rows(const std::vector<double>& all, int head, int rows, int d) {
   return m;
 }
 
-// flash_attention_backward<T> on one problem against the fp64 reference, every head in its band.
+// flash_attention_backward<T> with `kernel` on one problem against the fp64 reference, every head
+// in its band.
 template <class T>
-bool check_gpu(const GpuProblem& g, std::uint64_t seed) {
+bool check_gpu(const GpuProblem& g, std::uint64_t seed, Kernel kernel = Kernel::cuda_cores) {
   gpu_grading::require_device();
   const Problem p = head_problem(g);
   const DType dtype = gpu_dtype<T>();
@@ -601,6 +636,7 @@ bool check_gpu(const GpuProblem& g, std::uint64_t seed) {
   call.dtype = dtype;
   call.causal = g.causal;
   call.scale = g.scale ? float(*g.scale) : 0.0f;
+  call.version = static_cast<int>(kernel);
   isolation::Packet args;
   gpu_wire::put_call(args, call);
   for (const auto& b : bytes) gpu_wire::put_bytes(args, b);
@@ -609,7 +645,8 @@ bool check_gpu(const GpuProblem& g, std::uint64_t seed) {
   for (int i = 0; i < 3; ++i) out.push_back(gpu_grading::to_doubles(dtype, gpu_wire::get_bytes(reply.results)));
   const bool inputs_unchanged = reply.results.get<std::uint8_t>() != 0;
   const bool wrote_only_outputs = reply.results.get<std::uint8_t>() != 0;
-  const std::string about = "B=" + std::to_string(g.B) + " H=" + std::to_string(g.H) + ", " + describe(p, seed);
+  const std::string about = std::string(kernel == Kernel::tensor_cores ? "tensor cores" : "CUDA cores") +
+                            ", B=" + std::to_string(g.B) + " H=" + std::to_string(g.H) + ", " + describe(p, seed);
   if (!wrote_only_outputs)
     throw std::runtime_error("flash_attention_backward wrote outside dQ, dK and dV (into the guard zone around a buffer; " +
                              about + ")");
@@ -622,16 +659,19 @@ bool check_gpu(const GpuProblem& g, std::uint64_t seed) {
     const Grads got{head_rows(out[0], h, g.Nq, g.d), head_rows(out[1], h, g.Nk, g.d), head_rows(out[2], h, g.Nk, g.d)};
     const Grads ref = reference::attention_backward<double>(x[h].Q, x[h].K, x[h].V, x[h].dO, scale_of(p), p.causal);
     ok &= compare_gradients<T>(got, ref, x[h], p,
-                               "flash_attention_backward, head " + std::to_string(h) + " of " + about);
+                               "flash_attention_backward, head " + std::to_string(h) + " of " + about,
+                               kernel == Kernel::tensor_cores);
     if (!ok) break;  // one head's figures say enough
   }
   return ok;
 }
 
 // Rejected arguments must throw course::BadInput (the lab process reports it as such).
-void bad_gpu_call(int d, DType dtype, int nq, bool null_q, std::uint64_t workspace_bytes) {
+void bad_gpu_call(int d, DType dtype, int nq, bool null_q, std::uint64_t workspace_bytes,
+                  Kernel kernel = Kernel::cuda_cores) {
   gpu_wire::KernelCall call;
   call.B = 1, call.H = 1, call.Nq = nq, call.Nk = 64, call.d = d, call.dtype = dtype;
+  call.version = static_cast<int>(kernel);
   isolation::Packet args;
   gpu_wire::put_call(args, call);
   args.put<std::uint8_t>(null_q);
@@ -640,7 +680,7 @@ void bad_gpu_call(int d, DType dtype, int nq, bool null_q, std::uint64_t workspa
 }
 #else
 template <class T>
-bool check_gpu(const GpuProblem&, std::uint64_t) {
+bool check_gpu(const GpuProblem&, std::uint64_t, Kernel = Kernel::cuda_cores) {
   grading::skip("lab 7 part 2 (the GPU kernel) was not built: no CUDA compiler was found when the grader was configured");
   return false;
 }
@@ -702,5 +742,60 @@ TEST_CASE("gpu: bad input gets a clear error" * grading::points(1, kGpuFp32)) {
   CHECK_NOTHROW(bad_gpu_call(64, DType::fp32, 64, false, enough));  // the same call, valid, runs
 #else
   grading::skip("lab 7 part 2 (the GPU kernel) was not built: no CUDA compiler was found when the grader was configured");
+#endif
+}
+
+// --- Part 3: the same function on tensor cores ----------------------------------------------------
+
+namespace {
+const char* kTc = "tc: bf16 and fp16 match the reference (d 64 and 128, N not a multiple of the tile)";
+
+template <class T>
+void check_tc(const GpuProblem& g, std::uint64_t seed) {
+  check_gpu<T>(g, seed, Kernel::tensor_cores);
+}
+}  // namespace
+
+TEST_CASE("tc: bf16 and fp16 match the reference (d 64 and 128, N not a multiple of the tile)" *
+          grading::points(3)) {
+  for (const GpuProblem& g : kGpuShapes) {
+    check_tc<bf16>(g, grading::seed());
+    check_tc<fp16>(g, grading::seed());
+  }
+}
+
+TEST_CASE("tc: causal, Nq != Nk aligned bottom-right, rows with no key give dQ = 0" * grading::points(2, kTc)) {
+  for (const GpuProblem& g : causal(kGpuShapes)) check_tc<bf16>(g, grading::seed());
+  for (const GpuProblem& g : causal<GpuProblem>({{1, 2, 150, 40, 64}, {2, 1, 70, 260, 128}, {1, 1, 5, 3, 64}}))
+    check_tc<fp16>(g, grading::seed());
+}
+
+TEST_CASE("tc: large scores and outliers (P from the saved LSE, no NaN)" * grading::points(1, kTc)) {
+  for (bool c : {false, true}) {
+    check_tc<bf16>({1, 2, 200, 200, 64, c, Distribution::negative_rows}, grading::seed());
+    check_tc<fp16>({1, 2, 200, 200, 128, c, Distribution::large_scores}, grading::seed());
+    check_tc<bf16>({1, 2, 130, 130, 128, c, Distribution::outliers}, grading::seed());
+  }
+}
+
+// Many query tiles through the two shared-memory stages (a stage read while it is refilled shows
+// here), and many K/V tiles adding into the same dQ rows.
+TEST_CASE("tc: long sequences, every query tile through the pipeline (N = 1024 to 2000)" * grading::points(2, kTc)) {
+  check_tc<bf16>({1, 2, 1024, 1024, 128, true}, grading::seed());
+  check_tc<fp16>({1, 1, 2000, 1100, 64, false}, grading::seed());
+  check_tc<bf16>({2, 1, 777, 1024, 64, true}, grading::seed() + 1);
+}
+
+TEST_CASE("tc: bad input gets a clear error" * grading::points(1, kTc)) {
+#if COURSE_LAB7_GPU
+  gpu_grading::require_device();
+  const std::uint64_t enough = std::uint64_t(1) << 20;
+  const Kernel tc = Kernel::tensor_cores;
+  CHECK_THROWS_AS(bad_gpu_call(64, DType::fp32, 64, false, enough, tc), course::BadInput);  // fp32
+  CHECK_THROWS_AS(bad_gpu_call(96, DType::bf16, 64, false, enough, tc), course::BadInput);  // d = 96
+  CHECK_THROWS_AS(bad_gpu_call(64, DType::fp16, 64, false, 16, tc), course::BadInput);      // workspace
+  CHECK_NOTHROW(bad_gpu_call(64, DType::fp16, 64, false, enough, tc));  // the same call, valid, runs
+#else
+  grading::skip("lab 7 part 3 (the tensor-core kernel) was not built: no CUDA compiler was found when the grader was configured");
 #endif
 }

@@ -22,6 +22,14 @@ using isolation::Packet;
 
 course::AttentionShape shape_of(const gpu_wire::KernelCall& c) { return {c.B, c.H, c.Nq, c.Nk, c.d}; }
 
+// The call's `version` names the kernel: 0 CUDA cores (part 2), 1 tensor cores (part 3), -1 automatic.
+course::lab7::BackwardKernel kernel_of(const gpu_wire::KernelCall& c) {
+  using course::lab7::BackwardKernel;
+  return c.version == 0 ? BackwardKernel::cuda_cores
+         : c.version == 1 ? BackwardKernel::tensor_cores
+                          : BackwardKernel::automatic;
+}
+
 // Request: the call, then Q, K, V, O, dO in the dtype's bits and lse as fp32 bytes. Reply: dQ, dK,
 // dV in the dtype's bits, then "inputs unchanged" and "wrote only dQ, dK, dV" flags.
 void backward(Packet& args, Packet& out) {
@@ -45,6 +53,7 @@ void backward(Packet& args, Packet& out) {
         options.workspace = workspace.get();
         options.workspace_bytes = workspace_bytes;
         options.stream = stream;
+        options.kernel = kernel_of(c);
         course::lab7::flash_attention_backward(in[0], in[1], in[2], in[3], in[4], static_cast<const float*>(in[5]),
                                                o[0], o[1], o[2], c.dtype, shape, options);
       });
@@ -64,6 +73,7 @@ void bad_arguments(Packet& args, Packet&) {
     options.causal = c.causal;
     options.workspace = buffer;
     options.workspace_bytes = workspace_bytes;
+    options.kernel = kernel_of(c);
     course::lab7::flash_attention_backward(null_q ? nullptr : buffer, buffer, buffer, buffer, buffer,
                                            static_cast<const float*>(buffer), buffer, buffer, buffer, c.dtype,
                                            shape_of(c), options);

@@ -1,6 +1,8 @@
-// Lab 7 API, part 2: the attention backward pass as CUDA kernels (FA2 Algorithm 2).
+// Lab 7 API, parts 2 and 3: the attention backward pass as CUDA kernels (FA2 Algorithm 2), on
+// CUDA cores (part 2) and on tensor cores (part 3).
 //
-// Implemented by labs/lab7_backward/backward.cu (you) and solutions/lab7_backward/backward.cu.
+// Implemented by labs/lab7_backward/backward.cu and backward_tc.cu (you) and the same files in
+// solutions/lab7_backward/.
 // Plain C++ header (no Eigen, no device code): graders and benchmarks compiled by the host
 // compiler call it.
 #pragma once
@@ -9,9 +11,16 @@
 
 #include <cstddef>
 
-#include "course/gpu.hpp"  // DType, AttentionShape (lab 7's GPU part takes fp32 and bf16)
+#include "course/gpu.hpp"  // DType, AttentionShape
 
 namespace course::lab7 {
+
+// Which kernel computes the products (kernels 1 and 3, D and dQ's conversion, are the same).
+enum class BackwardKernel {
+  automatic,     // tensor cores for bf16 and fp16, CUDA cores for fp32
+  cuda_cores,    // part 2: fp32 arithmetic throughout; fp32 or bf16
+  tensor_cores,  // part 3: mma.sync with P and dS rounded to the 16-bit type; bf16 or fp16
+};
 
 struct BackwardGpuOptions {
   bool causal = false;  // bottom-right aligned: query i sees keys j <= i + Nk - Nq
@@ -22,18 +31,22 @@ struct BackwardGpuOptions {
   void* workspace = nullptr;
   std::size_t workspace_bytes = 0;
   cudaStream_t stream = nullptr;
+  BackwardKernel kernel = BackwardKernel::automatic;
 };
 
 // Workspace bytes flash_attention_backward needs: B * H * Nq * (d + 1) floats.
 std::size_t backward_workspace_bytes(const AttentionShape& shape);
 
 // Q, O, dO, dQ [B, H, Nq, d]; K, V, dK, dV [B, H, Nk, d]: device pointers of `dtype`
-// (float or __nv_bfloat16), row-major, 16-byte aligned; d = 64 or 128. lse [B, H, Nq]: the
-// forward's device floats, natural log, -inf for a row that sees no key. Arithmetic in fp32;
-// dQ, dK and dV are rounded to `dtype` once, at the end. A query row that sees no key adds
+// (fp32 or bf16 on CUDA cores, bf16 or fp16 on tensor cores: see BackwardKernel), row-major,
+// 16-byte aligned; d = 64 or 128. lse [B, H, Nq]: the forward's device floats, natural log, -inf
+// for a row that sees no key. Arithmetic and accumulation in fp32 (the tensor cores' operands P
+// and dS are rounded to the 16-bit type, as in FlashAttention-2); dQ, dK and dV are rounded to
+// `dtype` once, at the end. A query row that sees no key adds
 // nothing to any gradient and gets dQ = 0; a key that no query sees gets dK = dV = 0.
 // Launches its kernels on options.stream and returns without synchronising. Throws
-// course::BadInput for bad shapes, an unsupported d or dtype, null pointers, or a workspace
+// course::BadInput for bad shapes, an unsupported d, a dtype the kernel does not take, null
+// pointers, or a workspace
 // that is missing or too small, and std::runtime_error (naming the call) when a CUDA call fails.
 void flash_attention_backward(const void* Q, const void* K, const void* V, const void* O,
                               const void* dO, const float* lse, void* dQ, void* dK, void* dV,

@@ -32,17 +32,21 @@
 // probability is one exp2f. dQ, dK and dV are rounded to the dtype once, at the end.
 //
 // Conventions: a query row that sees no key has LSE = -inf; the row's base-2 "LSE" is set to
-// +inf in shared memory instead, so that its P = exp2(S - inf) = 0 and it adds nothing (with -inf
-// it would be exp2(-inf + inf) = NaN). The same marker turns off rows past the end of Q.
+// +inf in shared memory instead, so that its P = exp2(S - inf) = 0 and it adds nothing. The same
+// marker turns off the rows past the end of Q, and there it is essential: their scores are 0 and
+// not masked, so with LSE = -inf they would get P = exp2(0 + inf) = inf, and inf * 0 = NaN.
+#include "backward_gpu.cuh"
 #include "course/errors.hpp"
 #include "course/lab7_backward_gpu.hpp"
 
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 namespace course::lab7 {
 namespace {
@@ -70,23 +74,7 @@ struct TileConfig {
   static constexpr int kSmemBytes = kSmemFloats * static_cast<int>(sizeof(float));
 };
 
-struct Params {
-  const void* q;
-  const void* k;
-  const void* v;
-  const void* o;
-  const void* dout;
-  const float* lse;
-  void* dk;
-  void* dv;
-  float* dq_accum;  // [B, H, Nq, d] fp32, in the workspace
-  float* delta;     // [B, H, Nq] fp32: D_i, in the workspace
-  int nq;
-  int nk;
-  bool causal;
-  float scale;       // softmax scale tau
-  float scale_log2;  // tau * log2(e)
-};
+using detail::Params;  // backward_gpu.cuh: shared with the tensor-core kernel (part 3)
 
 // ---------------------------------------------------------------------------------------------
 // Device helpers (given).
@@ -111,11 +99,19 @@ __device__ __forceinline__ void store4(__nv_bfloat16* dst, const float* x) {
   pairs[0] = __floats2bfloat162_rn(x[0], x[1]);
   pairs[1] = __floats2bfloat162_rn(x[2], x[3]);
 }
+// SKELETON: [[maybe_unused]]
+__device__ __forceinline__ void store4(__half* dst, const float* x) {
+  __half2* pairs = reinterpret_cast<__half2*>(dst);
+  pairs[0] = __floats2half2_rn(x[0], x[1]);
+  pairs[1] = __floats2half2_rn(x[2], x[3]);
+}
 
 // SKELETON: [[maybe_unused]]
 __device__ __forceinline__ float to_float(float x) { return x; }
 // SKELETON: [[maybe_unused]]
 __device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+// SKELETON: [[maybe_unused]]
+__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
 
 // SKELETON: [[maybe_unused]]
 __device__ __forceinline__ void load_row4(const float* src, float* dst) {
@@ -369,9 +365,10 @@ __global__ void convert_dq_kernel(const float* accum, T* dq, std::int64_t quads,
 // ---------------------------------------------------------------------------------------------
 // Launches (given).
 
+// Kernel 1, kernel 2 (on CUDA cores, or part 3's on tensor cores) and kernel 3, all on `stream`.
 template <typename T, int D>
-void launch_all(const Params& p, const AttentionShape& shape, void* dq, cudaStream_t stream) {
-  using Cfg = TileConfig<D>;
+void launch_all(const Params& p, DType dtype, const AttentionShape& shape, bool tensor_cores, void* dq,
+                cudaStream_t stream) {
   const std::int64_t q_rows = static_cast<std::int64_t>(shape.B) * shape.H * shape.Nq;
 
   constexpr int kRowsPerBlock = 8;  // 8 warps of kernel 1
@@ -379,12 +376,17 @@ void launch_all(const Params& p, const AttentionShape& shape, void* dq, cudaStre
                           stream>>>(p, q_rows);
   check_cuda(cudaGetLastError(), "dot_do_o_kernel<<<...>>> launch");
 
-  // More than 48 KB of dynamic shared memory must be asked for explicitly.
-  check_cuda(cudaFuncSetAttribute(backward_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes),
-             "cudaFuncSetAttribute(backward_kernel, MaxDynamicSharedMemorySize)");
-  const dim3 grid(static_cast<unsigned>((shape.Nk + kBc - 1) / kBc), static_cast<unsigned>(shape.B * shape.H));
-  backward_kernel<T, D><<<grid, kThreads, Cfg::kSmemBytes, stream>>>(p);
-  check_cuda(cudaGetLastError(), "backward_kernel<<<...>>> launch");
+  if (tensor_cores) {
+    detail::launch_tensor_core_kernel(p, dtype, shape, stream);  // backward_tc.cu
+  } else if constexpr (!std::is_same_v<T, __half>) {  // (the CUDA-core kernel takes no fp16)
+    using Cfg = TileConfig<D>;
+    // More than 48 KB of dynamic shared memory must be asked for explicitly.
+    check_cuda(cudaFuncSetAttribute(backward_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes),
+               "cudaFuncSetAttribute(backward_kernel, MaxDynamicSharedMemorySize)");
+    const dim3 grid(static_cast<unsigned>((shape.Nk + kBc - 1) / kBc), static_cast<unsigned>(shape.B * shape.H));
+    backward_kernel<T, D><<<grid, kThreads, Cfg::kSmemBytes, stream>>>(p);
+    check_cuda(cudaGetLastError(), "backward_kernel<<<...>>> launch");
+  }
 
   const std::int64_t quads = q_rows * D / 4;
   convert_dq_kernel<T><<<static_cast<unsigned>((quads + 255) / 256), 256, 0, stream>>>(p.dq_accum, static_cast<T*>(dq),
@@ -393,9 +395,10 @@ void launch_all(const Params& p, const AttentionShape& shape, void* dq, cudaStre
 }
 
 template <typename T>
-void launch_for_d(const Params& p, const AttentionShape& shape, void* dq, cudaStream_t stream) {
-  if (shape.d == 64) launch_all<T, 64>(p, shape, dq, stream);
-  else launch_all<T, 128>(p, shape, dq, stream);
+void launch_for_d(const Params& p, DType dtype, const AttentionShape& shape, bool tensor_cores, void* dq,
+                  cudaStream_t stream) {
+  if (shape.d == 64) launch_all<T, 64>(p, dtype, shape, tensor_cores, dq, stream);
+  else launch_all<T, 128>(p, dtype, shape, tensor_cores, dq, stream);
 }
 
 bool aligned16(const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0; }
@@ -427,7 +430,14 @@ void flash_attention_backward(const void* Q, const void* K, const void* V, const
     throw BadInput(std::string(f) + ": B, H, Nq and Nk must be >= 1 (got " + shape_text(shape) + ")");
   if (static_cast<long long>(shape.B) * shape.H > 65535)
     throw BadInput(std::string(f) + ": B * H must be <= 65535 (one grid row per head)");
-  if (dtype != DType::fp32 && dtype != DType::bf16) throw BadInput(std::string(f) + ": dtype must be fp32 or bf16");
+  const bool tensor_cores = options.kernel == BackwardKernel::tensor_cores ||
+                            (options.kernel == BackwardKernel::automatic && dtype != DType::fp32);
+  if (tensor_cores && dtype != DType::bf16 && dtype != DType::fp16)
+    throw BadInput(std::string(f) + ": the tensor-core kernel takes bf16 or fp16, not " + dtype_name(dtype) +
+                   " (fp32 runs on CUDA cores: BackwardKernel::cuda_cores or automatic)");
+  if (!tensor_cores && dtype != DType::fp32 && dtype != DType::bf16)
+    throw BadInput(std::string(f) + ": the CUDA-core kernel takes fp32 or bf16, not " + dtype_name(dtype) +
+                   " (fp16 runs on tensor cores: BackwardKernel::tensor_cores or automatic)");
   for (const void* ptr : {Q, K, V, O, dO, static_cast<const void*>(dQ), static_cast<const void*>(dK),
                           static_cast<const void*>(dV)})
     if (!aligned16(ptr)) throw BadInput(std::string(f) + ": Q, K, V, O, dO, dQ, dK and dV must be 16-byte aligned");
@@ -458,10 +468,12 @@ void flash_attention_backward(const void* Q, const void* K, const void* V, const
   p.scale_log2 = p.scale * kLog2eF;
 
   // BEGIN SOLUTION flash_attention_backward
-  //! Dispatch on dtype to launch_for_d<float> or launch_for_d<__nv_bfloat16>, which picks the
-  //! kernels for d and launches all three on options.stream.
-  if (dtype == DType::fp32) launch_for_d<float>(p, shape, dQ, options.stream);
-  else launch_for_d<__nv_bfloat16>(p, shape, dQ, options.stream);
+  //! Dispatch on dtype to launch_for_d<float>, <__nv_bfloat16> or <__half>, which picks the
+  //! kernels for d and launches all three on options.stream (kernel 2 on tensor cores when
+  //! tensor_cores is true).
+  if (dtype == DType::fp32) launch_for_d<float>(p, dtype, shape, tensor_cores, dQ, options.stream);
+  else if (dtype == DType::bf16) launch_for_d<__nv_bfloat16>(p, dtype, shape, tensor_cores, dQ, options.stream);
+  else launch_for_d<__half>(p, dtype, shape, tensor_cores, dQ, options.stream);
   // END SOLUTION
 }
 
