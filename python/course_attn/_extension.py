@@ -25,6 +25,7 @@ conversions of cuda_bf16.h and cuda_fp16.h) and C++17.
 """
 from __future__ import annotations
 
+import fcntl
 import os
 import threading
 from pathlib import Path
@@ -112,16 +113,40 @@ def _load(verbose: bool):
     directory.mkdir(parents=True, exist_ok=True)
     print(f"[course_attn] the kernels of {which}/: compiling or loading them from {directory}", flush=True)
     common = ["-O3", "-DNDEBUG", "-std=c++20"]
-    return cpp_extension.load(
-        # One module name per tree: both can then be loaded, by separate processes, side by side.
-        name=f"course_attn_{which}",
-        sources=source_files(which),
-        extra_include_paths=[str(REPO / "include")],
-        extra_cflags=common,
-        extra_cuda_cflags=common + ["-lineinfo"] + UNDO_TORCH_NVCC_DEFAULTS + cuda_arch_flags(),
-        build_directory=str(directory),
-        verbose=verbose,
-    )
+    with _build_lock(directory):
+        return cpp_extension.load(
+            # One module name per tree: both can then be loaded, by separate processes, side by side.
+            name=f"course_attn_{which}",
+            sources=source_files(which),
+            extra_include_paths=[str(REPO / "include")],
+            extra_cflags=common,
+            extra_cuda_cflags=common + ["-lineinfo"] + UNDO_TORCH_NVCC_DEFAULTS + cuda_arch_flags(),
+            build_directory=str(directory),
+            verbose=verbose,
+        )
+
+
+class _build_lock:
+    """One build of a folder at a time, by a lock that dies with its process.
+
+    torch's own lock is a plain file, `lock`, that a killed build (Ctrl-C, a ctest time limit)
+    leaves behind, and every later load then waits for it forever. Every build of this folder
+    takes this flock first, so a `lock` file found while holding it is such a leftover."""
+
+    def __init__(self, directory: Path):
+        self.directory = directory
+
+    def __enter__(self):
+        self.file = open(self.directory / "course_attn.flock", "w")
+        fcntl.flock(self.file, fcntl.LOCK_EX)  # waits while another process builds here
+        leftover = self.directory / "lock"
+        if leftover.exists():
+            print(f"[course_attn] removing {leftover}, left by a build that was stopped", flush=True)
+            leftover.unlink()
+        return self
+
+    def __exit__(self, *exc):
+        self.file.close()  # releases the flock
 
 
 def extension(verbose: bool = False):

@@ -23,11 +23,12 @@ def choose_kernel(q: torch.Tensor) -> str:
     - anything else (fp32, or d = 32): lab 4.
     A dtype or head dimension that no kernel takes is reported by the kernel chosen.
     """
-    dtype, d = q.dtype, q.shape[-1]
-    nq = q.shape[-2] if q.dim() >= 2 else 0
+    if q.dim() != 4:
+        return "lab4"  # which reports the shape
+    dtype, nq, d = q.dtype, q.shape[2], q.shape[3]
     if dtype == torch.float16:
         return "lab5"
-    if 1 <= nq <= MAX_DECODING_QUERIES and d in (64, 128) and dtype in (torch.float32, torch.bfloat16):
+    if nq <= MAX_DECODING_QUERIES and d in (64, 128) and dtype in (torch.float32, torch.bfloat16):
         return "lab6"
     if dtype == torch.bfloat16 and d in (64, 128):
         return "lab5"
