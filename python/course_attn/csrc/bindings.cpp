@@ -179,12 +179,13 @@ Tensors2 lab4_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor
   const std::string f = "forward(kernel='lab4')";
   const course::AttentionShape shape = attention_shape(q, k, v, f);
   const course::DType dtype = course_dtype(q, f, "lab 4", {at::kFloat, at::kBFloat16});
+  const float tau = kernel_scale(scale, f);
   const c10::cuda::CUDAGuard device(q.device());  // the current device is the tensors' device
   at::Tensor o = at::empty(q.sizes(), q.options());
   at::Tensor lse = empty_lse(shape, q);
   course::lab4::ForwardOptions options;
   options.causal = causal;
-  options.scale = kernel_scale(scale, f);
+  options.scale = tau;
   options.stream = current_stream();
   course::lab4::flash_attention_forward(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(),
                                         lse.data_ptr<float>(), dtype, shape, options);
@@ -195,12 +196,13 @@ Tensors2 lab5_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor
   const std::string f = "forward(kernel='lab5')";
   const course::AttentionShape shape = attention_shape(q, k, v, f);
   const course::DType dtype = course_dtype(q, f, "lab 5", {at::kBFloat16, at::kHalf});
+  const float tau = kernel_scale(scale, f);
   const c10::cuda::CUDAGuard device(q.device());
   at::Tensor o = at::empty(q.sizes(), q.options());
   at::Tensor lse = empty_lse(shape, q);
   course::lab5::ForwardOptions options;  // version: the shipped one (Version::best)
   options.causal = causal;
-  options.scale = kernel_scale(scale, f);
+  options.scale = tau;
   options.stream = current_stream();
   course::lab5::flash_attention_forward(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(),
                                         lse.data_ptr<float>(), dtype, shape, options);
@@ -211,6 +213,7 @@ Tensors2 lab6_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor
   const std::string f = "forward(kernel='lab6')";
   const course::AttentionShape s = attention_shape(q, k, v, f);
   const course::DType dtype = course_dtype(q, f, "lab 6", {at::kFloat, at::kBFloat16});
+  const float tau = kernel_scale(scale, f);
   const c10::cuda::CUDAGuard device(q.device());
   // Every batch element's cache is full: K and V hold exactly Nk keys (no seqlens_k).
   course::lab6::DecodeShape shape;
@@ -229,7 +232,7 @@ Tensors2 lab6_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor
   at::Tensor lse = empty_lse(s, q);
   course::lab6::DecodeOptions options;
   options.causal = causal;
-  options.scale = kernel_scale(scale, f);
+  options.scale = tau;
   options.num_splits = splits;
   options.workspace = scratch.data_ptr();
   options.workspace_bytes = bytes;
@@ -262,6 +265,7 @@ Tensors3 lab7_backward(const at::Tensor& q, const at::Tensor& k, const at::Tenso
     bad_value(f, "lse must be [B, H, Nq] = [" + std::to_string(shape.B) + ", " + std::to_string(shape.H) + ", " +
                      std::to_string(shape.Nq) + "], got " + sizes_text(lse));
   }
+  const float tau = kernel_scale(scale, f);
   const c10::cuda::CUDAGuard device(q.device());
   // D = rowsum(dO o O) and the fp32 dQ accumulator live in the caller's workspace.
   const std::size_t bytes = course::lab7::backward_workspace_bytes(shape);
@@ -271,7 +275,7 @@ Tensors3 lab7_backward(const at::Tensor& q, const at::Tensor& k, const at::Tenso
   at::Tensor dv = at::empty(v.sizes(), v.options());
   course::lab7::BackwardGpuOptions options;
   options.causal = causal;
-  options.scale = kernel_scale(scale, f);
+  options.scale = tau;
   options.workspace = scratch.data_ptr();
   options.workspace_bytes = bytes;
   options.stream = current_stream();
