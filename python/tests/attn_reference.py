@@ -242,7 +242,8 @@ class FiniteDifference:
         figures = (f"finite difference {self.fd:.9g}, <g, u> {self.analytic:.9g}, gap {gap:.3e}; its rounding "
                    f"{self.rounding:.3e} + truncation {self.truncation:.3e}; |<g, u>| up to {self.magnitude:.4g}")
         if noise > resolution * self.magnitude:
-            return Verdict(False, "the finite difference is too noisy to judge the gradient (choose another h): " + figures)
+            return Verdict(False, "the finite difference is too noisy to judge the gradient (choose another h): "
+                           + figures)
         return Verdict(gap <= noise + gradient_tolerance * self.magnitude,
                        figures + f"; allowed {noise + gradient_tolerance * self.magnitude:.3e}")
 

@@ -260,7 +260,9 @@ Tensors3 lab7_backward(const at::Tensor& q, const at::Tensor& k, const at::Tenso
   if (o.sizes() != q.sizes() || dout.sizes() != q.sizes()) {
     bad_value(f, "o " + sizes_text(o) + " and do " + sizes_text(dout) + " must have q's shape " + sizes_text(q));
   }
-  if (lse.scalar_type() != at::kFloat) bad_type(f, "lse must be torch.float32 (the forward's), not " + dtype_name(lse.scalar_type()));
+  if (lse.scalar_type() != at::kFloat) {
+    bad_type(f, "lse must be torch.float32 (the forward's), not " + dtype_name(lse.scalar_type()));
+  }
   if (lse.size(0) != shape.B || lse.size(1) != shape.H || lse.size(2) != shape.Nq) {
     bad_value(f, "lse must be [B, H, Nq] = [" + std::to_string(shape.B) + ", " + std::to_string(shape.H) + ", " +
                      std::to_string(shape.Nq) + "], got " + sizes_text(lse));
