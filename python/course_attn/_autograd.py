@@ -1,0 +1,77 @@
+"""course_attn.attention: the course's forward and backward kernels as one autograd function."""
+from __future__ import annotations
+
+import torch
+from torch.autograd.function import once_differentiable
+
+from ._ops import _check_causal, _check_tensors, backward, forward, kernel_scale
+
+# The forward kernel of each dtype: the one that saves the LSE lab 7 needs, in that dtype.
+FORWARD_KERNEL = {torch.float32: "lab4", torch.bfloat16: "lab5", torch.float16: "lab5"}
+# Lab 7's GPU backward takes these (include/course/lab7_backward_gpu.hpp).
+GRADIENT_DTYPES = (torch.float32, torch.bfloat16)
+GRADIENT_HEAD_DIMS = (64, 128)
+
+
+class _Attention(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v, causal, scale):
+        o, lse = forward(q, k, v, causal=causal, scale=scale, kernel=FORWARD_KERNEL[q.dtype])
+        # FlashAttention keeps O and the LSE, never P: lab 7 recomputes P = exp(S - LSE) tile by tile.
+        ctx.save_for_backward(q, k, v, o, lse)
+        ctx.causal = causal
+        ctx.scale = scale
+        return o
+
+    @staticmethod
+    @once_differentiable  # lab 7's gradients are not themselves differentiable
+    def backward(ctx, grad_o):
+        q, k, v, o, lse = ctx.saved_tensors
+        # The incoming gradient may be any view (o.sum().backward() sends an expanded one); the
+        # kernel reads dense rows.
+        dq, dk, dv = backward(q, k, v, o, grad_o.contiguous(), lse, causal=ctx.causal, scale=ctx.scale)
+        return dq, dk, dv, None, None
+
+
+def _needs_gradient(*tensors) -> bool:
+    return torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
+
+
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
+              scale: float | None = None) -> torch.Tensor:
+    """Attention with gradients: the course's forward kernels and lab 7's GPU backward.
+
+    Shapes, causal (bottom-right aligned) and scale as course_attn.forward; returns o only, like
+    F.scaled_dot_product_attention.
+
+    Forward: fp32 -> lab 4, bf16 and fp16 -> lab 5. Both save the LSE, so the backward needs no
+    N x N matrix. Backward: lab 7's GPU kernels (FA2 Algorithm 2).
+
+    Which inputs can have gradients: fp32 and bf16, with d = 64 or 128, because those are what
+    lab 7's GPU backward takes. fp16 is forward only: lab 7 has no fp16 kernel, and this function
+    does not quietly convert, since the gradients would then come from another computation than
+    the one you asked for (an fp32 backward of an fp16 forward, with fp32 copies of everything
+    saved) or lose precision (bf16 keeps 3 fewer mantissa bits). So an fp16 input that requires
+    a gradient is a TypeError at this call, not a failure later in backward(); convert
+    explicitly (q.float() or q.bfloat16()) if that is what you want. fp16 without gradients
+    (torch.no_grad(), or inputs that do not require grad) runs lab 5's forward.
+
+    No kernel here computes in fp64, so torch.autograd.gradcheck (which needs fp64) does not
+    apply; python/tests/test_attention_grad.py checks the gradients against fp64 autograd and
+    with fp32 finite differences of the kernels' own forward instead.
+    """
+    _check_tensors(q=q, k=k, v=v)
+    causal = _check_causal(causal)
+    kernel_scale(scale)  # a bad scale is reported here, before any kernel runs
+    if q.dtype not in FORWARD_KERNEL:
+        raise TypeError(f"course_attn.attention takes torch.float32, torch.bfloat16 or torch.float16, "
+                        f"not {q.dtype}")
+    if _needs_gradient(q, k, v):
+        if q.dtype not in GRADIENT_DTYPES:
+            raise TypeError(f"course_attn.attention: no gradients for {q.dtype}: lab 7's GPU backward takes "
+                            "torch.float32 and torch.bfloat16 (convert explicitly, or call it under "
+                            "torch.no_grad() for the forward alone)")
+        if q.dim() == 4 and q.shape[-1] not in GRADIENT_HEAD_DIMS:
+            raise ValueError(f"course_attn.attention: no gradients for head dimension d = {q.shape[-1]}: "
+                             "lab 7's GPU backward takes d = 64 or 128")
+    return _Attention.apply(q, k, v, causal, scale)

@@ -1,0 +1,323 @@
+// The PyTorch side of the course's GPU kernels: checks torch tensors, then hands their device
+// pointers to the labs' C++ APIs (include/course/lab4_cuda.hpp, lab5_tensor_core.hpp,
+// lab6_decoding.hpp, lab7_backward_gpu.hpp) on PyTorch's current stream, with every output and
+// workspace taken from PyTorch's caching allocator.
+//
+// Nothing here computes attention: every number comes from the lab code compiled beside this
+// file (solutions/ by default, your labs/ with COURSE_ATTN_SOURCES=labs; see _extension.py).
+// The Python functions in course_attn/ are the documented interface; these are their engine.
+//
+// Errors: a bad argument is the caller's mistake and must come back as a Python exception,
+// never a crash. The checks below raise TypeError (a dtype the kernel does not take) or
+// ValueError (device, layout, shapes); what they let through, the lab checks itself, and its
+// course::BadInput becomes a ValueError with the lab's own message. A lab function you have not
+// written yet (course::NotImplemented) becomes NotImplementedError. A failed CUDA call is a
+// std::runtime_error from the lab: RuntimeError.
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <torch/extension.h>
+
+#include <cmath>
+#include <cstdint>
+#include <initializer_list>
+#include <limits>
+#include <string>
+#include <tuple>
+
+#include "course/errors.hpp"
+#include "course/gpu.hpp"
+#include "course/lab4_cuda.hpp"
+#include "course/lab5_tensor_core.hpp"
+#include "course/lab6_decoding.hpp"
+#include "course/lab7_backward_gpu.hpp"
+
+namespace py = pybind11;
+
+namespace {
+
+using Tensors2 = std::tuple<at::Tensor, at::Tensor>;
+using Tensors3 = std::tuple<at::Tensor, at::Tensor, at::Tensor>;
+
+// pybind11 turns these two into Python's ValueError and TypeError.
+[[noreturn]] void bad_value(const std::string& function, const std::string& what) {
+  throw py::value_error("course_attn." + function + ": " + what);
+}
+[[noreturn]] void bad_type(const std::string& function, const std::string& what) {
+  throw py::type_error("course_attn." + function + ": " + what);
+}
+
+// "torch.bfloat16", as a Python user writes it.
+std::string dtype_name(at::ScalarType t) {
+  switch (t) {
+    case at::kFloat: return "torch.float32";
+    case at::kBFloat16: return "torch.bfloat16";
+    case at::kHalf: return "torch.float16";
+    case at::kDouble: return "torch.float64";
+    default: return std::string("torch.") + c10::toString(t);
+  }
+}
+
+std::string sizes_text(const at::Tensor& t) {
+  std::string s = "[";
+  for (int64_t i = 0; i < t.dim(); ++i) s += (i ? ", " : "") + std::to_string(t.size(i));
+  return s + "]";
+}
+
+// The labs take fp32, bf16 or fp16 storage (course::DType); each lab only some of them.
+course::DType course_dtype(const at::Tensor& t, const std::string& function, const char* lab,
+                           std::initializer_list<at::ScalarType> accepted) {
+  std::string names;
+  for (const at::ScalarType s : accepted) {
+    if (t.scalar_type() == s) {
+      if (s == at::kFloat) return course::DType::fp32;
+      if (s == at::kBFloat16) return course::DType::bf16;
+      return course::DType::fp16;
+    }
+    names += (names.empty() ? "" : " and ") + dtype_name(s);
+  }
+  bad_type(function, std::string(lab) + " takes " + names + ", not " + dtype_name(t.scalar_type()));
+}
+
+// What every tensor handed to a kernel must be: on a CUDA device, 4-D [B, H, N, d] (or the
+// given rank), dense row-major (the kernels index with the shape alone, never with strides), and
+// 16-byte aligned (the kernels load 16 bytes at a time; a view at an odd offset is not).
+void check_tensor(const at::Tensor& t, const char* name, const std::string& function, int64_t rank = 4) {
+  if (!t.defined()) bad_value(function, std::string(name) + " is not a tensor");
+  if (!t.is_cuda()) {
+    bad_value(function, std::string(name) + " must be a CUDA tensor, got one on " + t.device().str());
+  }
+  if (t.dim() != rank) {
+    bad_value(function, std::string(name) + " must have " + std::to_string(rank) + " dimensions" +
+                            (rank == 4 ? " [B, H, N, d]" : "") + ", got " + sizes_text(t));
+  }
+  for (int64_t i = 0; i < t.dim(); ++i) {
+    if (t.size(i) < 1) {
+      bad_value(function, std::string(name) + " has an empty dimension: " + sizes_text(t) +
+                              " (attention needs at least one query and one key)");
+    }
+    if (t.size(i) > std::numeric_limits<int>::max()) {
+      bad_value(function, std::string(name) + " is too large for the labs' int sizes: " + sizes_text(t));
+    }
+  }
+  if (!t.is_contiguous()) {
+    bad_value(function, std::string(name) + " is not contiguous (a transposed or sliced view); pass " +
+                            name + ".contiguous()");
+  }
+  if (reinterpret_cast<std::uintptr_t>(t.data_ptr()) % 16 != 0) {
+    bad_value(function, std::string(name) + " does not start on a 16-byte boundary (a view at an offset "
+                            "into another tensor); pass " + name + ".clone()");
+  }
+}
+
+void check_same_device(const at::Tensor& a, const at::Tensor& b, const char* name, const std::string& function) {
+  if (a.device() != b.device()) {
+    bad_value(function, std::string(name) + " is on " + b.device().str() + " but q is on " + a.device().str());
+  }
+}
+
+void check_same_dtype(const at::Tensor& a, const at::Tensor& b, const char* name, const std::string& function) {
+  if (a.scalar_type() != b.scalar_type()) {
+    bad_type(function, std::string(name) + " is " + dtype_name(b.scalar_type()) + " but q is " +
+                           dtype_name(a.scalar_type()));
+  }
+}
+
+// q [B, H, Nq, d], k and v [B, H, Nk, d], all on one device, of one dtype.
+course::AttentionShape attention_shape(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                       const std::string& function) {
+  check_tensor(q, "q", function);
+  check_tensor(k, "k", function);
+  check_tensor(v, "v", function);
+  check_same_device(q, k, "k", function);
+  check_same_device(q, v, "v", function);
+  check_same_dtype(q, k, "k", function);
+  check_same_dtype(q, v, "v", function);
+  if (k.sizes() != v.sizes()) {
+    bad_value(function, "k and v must have the same shape, got " + sizes_text(k) + " and " + sizes_text(v));
+  }
+  if (q.size(0) != k.size(0) || q.size(1) != k.size(1) || q.size(3) != k.size(3)) {
+    bad_value(function, "q " + sizes_text(q) + " and k " + sizes_text(k) +
+                            " must agree in B, H and d (q is [B, H, Nq, d], k and v [B, H, Nk, d])");
+  }
+  course::AttentionShape shape;
+  shape.B = static_cast<int>(q.size(0));
+  shape.H = static_cast<int>(q.size(1));
+  shape.Nq = static_cast<int>(q.size(2));
+  shape.Nk = static_cast<int>(k.size(2));
+  shape.d = static_cast<int>(q.size(3));
+  return shape;
+}
+
+// The labs' scale convention: 0 means 1/sqrt(d) (the Python side passes 0 for scale=None).
+float kernel_scale(double scale, const std::string& function) {
+  const float s = static_cast<float>(scale);
+  if (!std::isfinite(s) || s < 0.0f) {
+    bad_value(function, "scale must be a finite number > 0 (or None for 1/sqrt(d)), got " + std::to_string(scale));
+  }
+  return s;
+}
+
+// PyTorch's current stream on the tensors' device: the kernels are queued behind whatever the
+// caller queued there, and whatever the caller queues next waits for them. (The caching
+// allocator assumes so too: a block freed on this stream is reused on this stream.)
+cudaStream_t current_stream() { return at::cuda::getCurrentCUDAStream().stream(); }
+
+// A scratch buffer from the caching allocator: no cudaMalloc, no synchronisation, returned to
+// the pool when the tensor dies. The allocator's blocks are at least 512-byte aligned.
+at::Tensor workspace(std::size_t bytes, const at::Tensor& like) {
+  return at::empty({static_cast<int64_t>(bytes > 0 ? bytes : 1)}, like.options().dtype(at::kByte));
+}
+
+at::Tensor empty_lse(const course::AttentionShape& s, const at::Tensor& like) {
+  return at::empty({s.B, s.H, s.Nq}, like.options().dtype(at::kFloat));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The four kernels.
+
+Tensors2 lab4_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal, double scale) {
+  const std::string f = "forward(kernel='lab4')";
+  const course::AttentionShape shape = attention_shape(q, k, v, f);
+  const course::DType dtype = course_dtype(q, f, "lab 4", {at::kFloat, at::kBFloat16});
+  const float tau = kernel_scale(scale, f);
+  const c10::cuda::CUDAGuard device(q.device());  // the current device is the tensors' device
+  at::Tensor o = at::empty(q.sizes(), q.options());
+  at::Tensor lse = empty_lse(shape, q);
+  course::lab4::ForwardOptions options;
+  options.causal = causal;
+  options.scale = tau;
+  options.stream = current_stream();
+  course::lab4::flash_attention_forward(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(),
+                                        lse.data_ptr<float>(), dtype, shape, options);
+  return {o, lse};
+}
+
+Tensors2 lab5_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal, double scale) {
+  const std::string f = "forward(kernel='lab5')";
+  const course::AttentionShape shape = attention_shape(q, k, v, f);
+  const course::DType dtype = course_dtype(q, f, "lab 5", {at::kBFloat16, at::kHalf});
+  const float tau = kernel_scale(scale, f);
+  const c10::cuda::CUDAGuard device(q.device());
+  at::Tensor o = at::empty(q.sizes(), q.options());
+  at::Tensor lse = empty_lse(shape, q);
+  course::lab5::ForwardOptions options;  // version: the shipped one (Version::best)
+  options.causal = causal;
+  options.scale = tau;
+  options.stream = current_stream();
+  course::lab5::flash_attention_forward(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(),
+                                        lse.data_ptr<float>(), dtype, shape, options);
+  return {o, lse};
+}
+
+Tensors2 lab6_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal, double scale) {
+  const std::string f = "forward(kernel='lab6')";
+  const course::AttentionShape s = attention_shape(q, k, v, f);
+  const course::DType dtype = course_dtype(q, f, "lab 6", {at::kFloat, at::kBFloat16});
+  const float tau = kernel_scale(scale, f);
+  const c10::cuda::CUDAGuard device(q.device());
+  // Every batch element's cache is full: K and V hold exactly Nk keys (no seqlens_k).
+  course::lab6::DecodeShape shape;
+  shape.B = s.B;
+  shape.H = s.H;
+  shape.Nq = s.Nq;
+  shape.Nk_max = s.Nk;
+  shape.d = s.d;
+  // The split count the library would choose on this device, and the workspace it needs (the
+  // lab checks the shape first: Nq above 16 or an unsupported d is a BadInput here).
+  const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+  const int splits = course::lab6::choose_num_splits(shape, dtype, sms);
+  const std::size_t bytes = course::lab6::split_kv_workspace_bytes(shape, dtype, splits);
+  at::Tensor scratch = workspace(bytes, q);
+  at::Tensor o = at::empty(q.sizes(), q.options());
+  at::Tensor lse = empty_lse(s, q);
+  course::lab6::DecodeOptions options;
+  options.causal = causal;
+  options.scale = tau;
+  options.num_splits = splits;
+  options.workspace = scratch.data_ptr();
+  options.workspace_bytes = bytes;
+  options.stream = current_stream();
+  course::lab6::split_kv_forward(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), lse.data_ptr<float>(),
+                                 dtype, shape, options);
+  // `scratch` is freed here, while the kernels may still run: safe, because the caching
+  // allocator hands the block out again only to work queued later on this same stream.
+  return {o, lse};
+}
+
+Tensors3 lab7_backward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& o,
+                       const at::Tensor& dout, const at::Tensor& lse, bool causal, double scale) {
+  const std::string f = "backward";
+  const course::AttentionShape shape = attention_shape(q, k, v, f);
+  const course::DType dtype = course_dtype(q, f, "lab 7 (its GPU part)", {at::kFloat, at::kBFloat16});
+  check_tensor(o, "o", f);
+  check_tensor(dout, "do", f);
+  check_tensor(lse, "lse", f, 3);
+  for (const auto& [t, name] : {std::pair{&o, "o"}, std::pair{&dout, "do"}, std::pair{&lse, "lse"}}) {
+    check_same_device(q, *t, name, f);
+  }
+  check_same_dtype(q, o, "o", f);
+  check_same_dtype(q, dout, "do", f);
+  if (o.sizes() != q.sizes() || dout.sizes() != q.sizes()) {
+    bad_value(f, "o " + sizes_text(o) + " and do " + sizes_text(dout) + " must have q's shape " + sizes_text(q));
+  }
+  if (lse.scalar_type() != at::kFloat) {
+    bad_type(f, "lse must be torch.float32 (the forward's), not " + dtype_name(lse.scalar_type()));
+  }
+  if (lse.size(0) != shape.B || lse.size(1) != shape.H || lse.size(2) != shape.Nq) {
+    bad_value(f, "lse must be [B, H, Nq] = [" + std::to_string(shape.B) + ", " + std::to_string(shape.H) + ", " +
+                     std::to_string(shape.Nq) + "], got " + sizes_text(lse));
+  }
+  const float tau = kernel_scale(scale, f);
+  const c10::cuda::CUDAGuard device(q.device());
+  // D = rowsum(dO o O) and the fp32 dQ accumulator live in the caller's workspace.
+  const std::size_t bytes = course::lab7::backward_workspace_bytes(shape);
+  at::Tensor scratch = workspace(bytes, q);
+  at::Tensor dq = at::empty(q.sizes(), q.options());
+  at::Tensor dk = at::empty(k.sizes(), k.options());
+  at::Tensor dv = at::empty(v.sizes(), v.options());
+  course::lab7::BackwardGpuOptions options;
+  options.causal = causal;
+  options.scale = tau;
+  options.workspace = scratch.data_ptr();
+  options.workspace_bytes = bytes;
+  options.stream = current_stream();
+  course::lab7::flash_attention_backward(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), dout.data_ptr(),
+                                         lse.data_ptr<float>(), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(), dtype,
+                                         shape, options);
+  return {dq, dk, dv};
+}
+
+}  // namespace
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.doc() = "The course's attention kernels (labs 4-7) on torch tensors; use the course_attn package.";
+
+  // The labs' exceptions as Python's: their messages are written for the caller. Registered
+  // for this module only, so they come before any translator another module installed (and so
+  // do pybind11's ValueError and TypeError raised by the checks above).
+  py::register_local_exception_translator([](std::exception_ptr thrown) {
+    try {
+      if (thrown) std::rethrow_exception(thrown);
+    } catch (const py::builtin_exception& e) {
+      e.set_error();
+    } catch (const course::BadInput& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const course::NotImplemented& e) {
+      PyErr_SetString(PyExc_NotImplementedError, e.what());
+    }
+  });
+
+  const char* forward_doc =
+      "(q, k, v, causal, scale) -> (o, lse): q [B, H, Nq, d], k and v [B, H, Nk, d], contiguous CUDA tensors; "
+      "o like q, lse [B, H, Nq] float32 (natural log). scale 0 means 1/sqrt(d). Runs on the current stream.";
+  m.def("lab4_forward", &lab4_forward, forward_doc, py::arg("q"), py::arg("k"), py::arg("v"), py::arg("causal"),
+        py::arg("scale"));
+  m.def("lab5_forward", &lab5_forward, forward_doc, py::arg("q"), py::arg("k"), py::arg("v"), py::arg("causal"),
+        py::arg("scale"));
+  m.def("lab6_forward", &lab6_forward, forward_doc, py::arg("q"), py::arg("k"), py::arg("v"), py::arg("causal"),
+        py::arg("scale"));
+  m.def("lab7_backward", &lab7_backward,
+        "(q, k, v, o, do, lse, causal, scale) -> (dq, dk, dv): lab 7's GPU backward from the forward's o and lse.",
+        py::arg("q"), py::arg("k"), py::arg("v"), py::arg("o"), py::arg("do"), py::arg("lse"), py::arg("causal"),
+        py::arg("scale"));
+}

@@ -1,0 +1,96 @@
+"""The Python side of course_attn that needs no compiler and no GPU: kernel choice, argument
+checks made before any kernel runs, and the build settings."""
+import pytest
+
+torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+
+import course_attn  # noqa: E402
+from course_attn import _extension  # noqa: E402
+
+
+def q_of(dtype, nq, d):
+    return torch.empty(1, 1, nq, d, dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype, nq, d, kernel", [
+    (torch.float16, 1, 64, "lab5"),       # the only fp16 kernel, decoding or not
+    (torch.float16, 512, 128, "lab5"),
+    (torch.bfloat16, 1, 128, "lab6"),     # decoding: few query rows
+    (torch.float32, 16, 64, "lab6"),
+    (torch.float32, 17, 64, "lab4"),      # 17 rows: prefill, not decoding
+    (torch.bfloat16, 17, 64, "lab5"),
+    (torch.bfloat16, 512, 32, "lab4"),    # d = 32: lab 4 only
+    (torch.float32, 1, 32, "lab4"),
+    (torch.float32, 4096, 128, "lab4"),
+])
+def test_choose_kernel(dtype, nq, d, kernel):
+    assert course_attn.choose_kernel(q_of(dtype, nq, d)) == kernel
+
+
+@pytest.mark.parametrize("scale, error", [
+    (0.0, ValueError), (-1.0, ValueError), (float("nan"), ValueError), (float("inf"), ValueError),
+    ("0.5", TypeError), (True, TypeError),
+])
+def test_bad_scale_is_refused_before_any_kernel(scale, error):
+    q = q_of(torch.float32, 4, 64)
+    with pytest.raises(error, match="scale"):
+        course_attn.forward(q, q, q, scale=scale)
+    with pytest.raises(error, match="scale"):
+        course_attn.attention(q, q, q, scale=scale)
+
+
+def test_bad_arguments_are_refused_before_any_kernel():
+    q = q_of(torch.float32, 4, 64)
+    with pytest.raises(ValueError, match="kernel must be"):
+        course_attn.forward(q, q, q, kernel="lab7")
+    with pytest.raises(TypeError, match="causal"):
+        course_attn.forward(q, q, q, causal=1)
+    with pytest.raises(TypeError, match="must be a torch.Tensor"):
+        course_attn.forward(q.numpy(), q, q)
+    with pytest.raises(TypeError, match="torch.float64"):
+        course_attn.attention(q.double(), q.double(), q.double())
+
+
+def test_fp16_gradients_are_refused_with_the_reason():
+    q = q_of(torch.float16, 4, 64).requires_grad_(True)
+    with pytest.raises(TypeError, match="lab 7's GPU backward takes torch.float32 and torch.bfloat16"):
+        course_attn.attention(q, q, q)
+
+
+def test_gradients_for_an_unsupported_head_dimension_are_refused():
+    q = q_of(torch.float32, 4, 32).requires_grad_(True)
+    with pytest.raises(ValueError, match="d = 64 or 128"):
+        course_attn.attention(q, q, q)
+
+
+def test_sources_and_build_directory(monkeypatch, tmp_path):
+    monkeypatch.delenv("COURSE_ATTN_SOURCES", raising=False)
+    monkeypatch.delenv("COURSE_ATTN_BUILD_DIR", raising=False)
+    monkeypatch.delenv("COURSE_BUILD_DIR", raising=False)
+    assert course_attn.sources() == "solutions"
+    assert course_attn.build_directory() == _extension.REPO / "build" / "torch-ext" / "solutions"
+    monkeypatch.setenv("COURSE_BUILD_DIR", str(tmp_path))
+    assert course_attn.build_directory("labs") == tmp_path / "torch-ext" / "labs"
+    monkeypatch.setenv("COURSE_ATTN_BUILD_DIR", str(tmp_path / "x"))
+    monkeypatch.setenv("COURSE_ATTN_SOURCES", "labs")
+    assert course_attn.build_directory() == tmp_path / "x" / "labs"
+    monkeypatch.setenv("COURSE_ATTN_SOURCES", "mine")
+    with pytest.raises(ValueError, match="'solutions' or 'labs'"):
+        course_attn.sources()
+
+
+def test_every_source_file_exists():
+    for which in _extension.SOURCE_CHOICES:
+        assert all(p.endswith((".cpp", ".cu")) for p in _extension.source_files(which))
+
+
+def test_architectures(monkeypatch):
+    monkeypatch.delenv("COURSE_ATTN_CUDA_ARCH", raising=False)
+    assert _extension.cuda_arch_flags() == ["-gencode=arch=compute_90,code=sm_90",
+                                            "-gencode=arch=compute_90,code=compute_90"]
+    monkeypatch.setenv("COURSE_ATTN_CUDA_ARCH", "80;90")
+    assert _extension.cuda_arch_flags()[-1] == "-gencode=arch=compute_90,code=compute_90"
+    assert "-gencode=arch=compute_80,code=sm_80" in _extension.cuda_arch_flags()
+    monkeypatch.setenv("COURSE_ATTN_CUDA_ARCH", "sm_90")
+    with pytest.raises(ValueError, match="COURSE_ATTN_CUDA_ARCH"):
+        _extension.cuda_arch_flags()
