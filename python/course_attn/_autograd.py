@@ -9,7 +9,7 @@ from ._ops import _check_causal, _check_tensors, backward, forward, kernel_scale
 # The forward kernel of each dtype: the one that saves the LSE lab 7 needs, in that dtype.
 FORWARD_KERNEL = {torch.float32: "lab4", torch.bfloat16: "lab5", torch.float16: "lab5"}
 # Lab 7's GPU backward takes these (include/course/lab7_backward_gpu.hpp).
-GRADIENT_DTYPES = (torch.float32, torch.bfloat16)
+GRADIENT_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 GRADIENT_HEAD_DIMS = (64, 128)
 
 
@@ -47,14 +47,11 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = 
     Forward: fp32 -> lab 4, bf16 and fp16 -> lab 5. Both save the LSE, so the backward needs no
     N x N matrix. Backward: lab 7's GPU kernels (FA2 Algorithm 2).
 
-    Which inputs can have gradients: fp32 and bf16, with d = 64 or 128, because those are what
-    lab 7's GPU backward takes. fp16 is forward only: lab 7 has no fp16 kernel, and this function
-    does not quietly convert, since the gradients would then come from another computation than
-    the one you asked for (an fp32 backward of an fp16 forward, with fp32 copies of everything
-    saved) or lose precision (bf16 keeps 3 fewer mantissa bits). So an fp16 input that requires
-    a gradient is a TypeError at this call, not a failure later in backward(); convert
-    explicitly (q.float() or q.bfloat16()) if that is what you want. fp16 without gradients
-    (torch.no_grad(), or inputs that do not require grad) runs lab 5's forward.
+    Which inputs can have gradients: fp32, bf16 and fp16, with d = 64 or 128, because those are
+    what lab 7's GPU backward takes: fp32 on CUDA cores (part 2), bf16 and fp16 on tensor cores
+    (part 3, which rounds P and dS to the 16-bit type as FlashAttention-2 does). An input that
+    requires a gradient and that the backward cannot take is an error at this call, not a
+    failure later in backward().
 
     No kernel here computes in fp64, so torch.autograd.gradcheck (which needs fp64) does not
     apply; python/tests/test_attention_grad.py checks the gradients against fp64 autograd and
@@ -69,8 +66,8 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = 
     if _needs_gradient(q, k, v):
         if q.dtype not in GRADIENT_DTYPES:
             raise TypeError(f"course_attn.attention: no gradients for {q.dtype}: lab 7's GPU backward takes "
-                            "torch.float32 and torch.bfloat16 (convert explicitly, or call it under "
-                            "torch.no_grad() for the forward alone)")
+                            "torch.float32, torch.bfloat16 and torch.float16 (convert explicitly, or call it "
+                            "under torch.no_grad() for the forward alone)")
         if q.dim() == 4 and q.shape[-1] not in GRADIENT_HEAD_DIMS:
             raise ValueError(f"course_attn.attention: no gradients for head dimension d = {q.shape[-1]}: "
                              "lab 7's GPU backward takes d = 64 or 128")

@@ -39,6 +39,7 @@ LAB_SOURCES = (
     "lab5_tensor_core/flash_tc.cu",
     "lab6_decoding/split_kv.cu",
     "lab7_backward/backward.cu",
+    "lab7_backward/backward_tc.cu",
 )
 
 SOURCE_CHOICES = ("solutions", "labs")

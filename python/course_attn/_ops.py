@@ -92,15 +92,20 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = Fa
 
 
 def backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor, do: torch.Tensor,
-             lse: torch.Tensor, causal: bool = False,
-             scale: float | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+             lse: torch.Tensor, causal: bool = False, scale: float | None = None,
+             kernel: str = "auto") -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Lab 7's GPU backward pass (FA2 Algorithm 2): (dq, dk, dv) from the forward's o and lse.
 
-    q, o, do: [B, H, Nq, d]; k, v: [B, H, Nk, d]; fp32 or bf16 (lab 7's GPU part has no fp16),
-    d = 64 or 128, contiguous CUDA tensors; lse: [B, H, Nq] float32 as forward returned it.
+    q, o, do: [B, H, Nq, d]; k, v: [B, H, Nk, d]; d = 64 or 128, contiguous CUDA tensors; lse:
+    [B, H, Nq] float32 as forward returned it. kernel: "tensor_cores" (part 3; bf16, fp16),
+    "cuda_cores" (part 2; fp32, bf16) or "auto" (tensor cores for bf16 and fp16, CUDA cores for
+    fp32).
     causal and scale must be those of the forward. Runs on the current CUDA stream; the
     workspace (D and the fp32 dQ accumulator) comes from PyTorch's caching allocator.
     """
     _check_tensors(q=q, k=k, v=v, o=o, do=do, lse=lse)
     causal = _check_causal(causal)
-    return extension().lab7_backward(q, k, v, o, do, lse, causal, kernel_scale(scale))
+    kernels = {"auto": 0, "cuda_cores": 1, "tensor_cores": 2}
+    if kernel not in kernels:
+        raise ValueError(f"course_attn.backward: kernel must be one of {sorted(kernels)}, not {kernel!r}")
+    return extension().lab7_backward(q, k, v, o, do, lse, causal, kernel_scale(scale), kernels[kernel])

@@ -37,6 +37,8 @@ BANDS = {
                                              "walk of the scores (gradient_rounding_allowance)"),
     ("gradient", torch.bfloat16): (2.0, 2.0 ** -8, "2x the plain bf16 backward (S, P, dP, dS rounded to bf16); "
                                                    "floor half a bf16 ulp at 1"),
+    ("gradient", torch.float16): (2.0, 2.0 ** -11, "2x the plain fp16 backward (S, P, dP, dS rounded to fp16); "
+                                                   "floor half an fp16 ulp at 1"),
 }
 
 

@@ -51,10 +51,16 @@ def test_bad_arguments_are_refused_before_any_kernel():
         course_attn.attention(q.double(), q.double(), q.double())
 
 
-def test_fp16_gradients_are_refused_with_the_reason():
-    q = q_of(torch.float16, 4, 64).requires_grad_(True)
-    with pytest.raises(TypeError, match="lab 7's GPU backward takes torch.float32 and torch.bfloat16"):
+def test_fp64_gradients_are_refused_with_the_reason():
+    q = q_of(torch.float32, 4, 64).double().requires_grad_(True)
+    with pytest.raises(TypeError, match="torch.float64"):
         course_attn.attention(q, q, q)
+
+
+def test_backward_kernel_names_are_checked():
+    q = q_of(torch.bfloat16, 4, 64)
+    with pytest.raises(ValueError, match="kernel must be one of"):
+        course_attn.backward(q, q, q, q, q, q[..., 0].float(), kernel="cuda")
 
 
 def test_gradients_for_an_unsupported_head_dimension_are_refused():

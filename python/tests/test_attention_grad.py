@@ -1,7 +1,7 @@
 """course_attn.attention: the gradients of lab 7's GPU backward.
 
 Why not torch.autograd.gradcheck: it compares with finite differences in fp64, and no kernel of
-the course computes in fp64 (lab 7's GPU part takes fp32 and bf16), so there is nothing for it
+the course computes in fp64 (lab 7's GPU parts take fp32, bf16 and fp16), so there is nothing for it
 to check; run in fp32 its default tolerances are meaningless (fp32 rounding divided by its step
 swamps them) and any tolerance loose enough to pass would be picked, not derived. Instead:
   1. the gradients against fp64 autograd through the plain math path, by FlashAttention's rule
@@ -55,7 +55,7 @@ def check_gradients(q, k, v, do, causal, grads, context, scale=None):
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("shape", GRAD_SHAPES, ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("d", [64, 128])
-@pytest.mark.parametrize("dtype", [F32, BF16], ids=lambda t: str(t).removeprefix("torch."))
+@pytest.mark.parametrize("dtype", [F32, BF16, F16], ids=lambda t: str(t).removeprefix("torch."))
 def test_gradients_match_fp64_autograd(dtype, d, shape, causal):
     b, h, nq, nk = shape
     q, k, v = qkv(b, h, nq, nk, d, dtype, seed=21)
@@ -129,14 +129,19 @@ def test_fp64_has_no_kernel():
         course_attn.attention(q, q, q)
 
 
-def test_fp16_runs_forward_only():
-    q, k, v = qkv(1, 2, 50, 70, 64, F16, seed=29)
-    o = course_attn.attention(q, k, v, causal=True)  # no input requires grad: lab 5's forward
-    assert torch.equal(o, course_attn.forward(q, k, v, causal=True, kernel="lab5")[0])
-    with torch.no_grad():
-        course_attn.attention(*leaves(q, k, v), causal=True)
-    with pytest.raises(TypeError, match="no gradients for torch.float16"):
-        course_attn.attention(*leaves(q, k, v), causal=True)
+@pytest.mark.parametrize("dtype", [BF16, F16], ids=lambda t: str(t).removeprefix("torch."))
+def test_both_backward_kernels_agree_within_the_band(dtype):
+    # bf16 runs on both of lab 7's kernels (fp16 on tensor cores only): each is graded on its own.
+    q, k, v = qkv(1, 2, 100, 150, 64, dtype, seed=29)
+    do = make_inputs([q.shape], dtype, seed=32)[0]
+    o, lse = course_attn.forward(q, k, v, causal=True, kernel="lab5")
+    kernels = ["tensor_cores", "cuda_cores"] if dtype == BF16 else ["tensor_cores"]
+    for kernel in kernels:
+        grads = course_attn.backward(q, k, v, o, do, lse, causal=True, kernel=kernel)
+        check_gradients(q, k, v, do, True, list(grads), f"{dtype} {kernel}")
+    if dtype == F16:
+        with pytest.raises(ValueError, match="CUDA-core kernel takes fp32 or bf16"):
+            course_attn.backward(q, k, v, o, do, lse, causal=True, kernel="cuda_cores")
 
 
 def test_backward_called_directly_matches_autograd():

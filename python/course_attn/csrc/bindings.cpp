@@ -245,10 +245,11 @@ Tensors2 lab6_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor
 }
 
 Tensors3 lab7_backward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& o,
-                       const at::Tensor& dout, const at::Tensor& lse, bool causal, double scale) {
+                       const at::Tensor& dout, const at::Tensor& lse, bool causal, double scale, int64_t kernel) {
   const std::string f = "backward";
   const course::AttentionShape shape = attention_shape(q, k, v, f);
-  const course::DType dtype = course_dtype(q, f, "lab 7 (its GPU part)", {at::kFloat, at::kBFloat16});
+  // Which dtype goes with which kernel is lab 7's to check (course::BadInput -> ValueError).
+  const course::DType dtype = course_dtype(q, f, "lab 7 (its GPU parts)", {at::kFloat, at::kBFloat16, at::kHalf});
   check_tensor(o, "o", f);
   check_tensor(dout, "do", f);
   check_tensor(lse, "lse", f, 3);
@@ -281,6 +282,10 @@ Tensors3 lab7_backward(const at::Tensor& q, const at::Tensor& k, const at::Tenso
   options.workspace = scratch.data_ptr();
   options.workspace_bytes = bytes;
   options.stream = current_stream();
+  // 0 automatic (tensor cores for bf16 and fp16, CUDA cores for fp32), 1 CUDA cores, 2 tensor cores.
+  options.kernel = kernel == 1   ? course::lab7::BackwardKernel::cuda_cores
+                   : kernel == 2 ? course::lab7::BackwardKernel::tensor_cores
+                                 : course::lab7::BackwardKernel::automatic;
   course::lab7::flash_attention_backward(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), dout.data_ptr(),
                                          lse.data_ptr<float>(), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(), dtype,
                                          shape, options);
@@ -317,7 +322,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("lab6_forward", &lab6_forward, forward_doc, py::arg("q"), py::arg("k"), py::arg("v"), py::arg("causal"),
         py::arg("scale"));
   m.def("lab7_backward", &lab7_backward,
-        "(q, k, v, o, do, lse, causal, scale) -> (dq, dk, dv): lab 7's GPU backward from the forward's o and lse.",
+        "(q, k, v, o, do, lse, causal, scale, kernel) -> (dq, dk, dv): lab 7's GPU backward from the forward's o "
+        "and lse; kernel 0 automatic, 1 CUDA cores, 2 tensor cores.",
         py::arg("q"), py::arg("k"), py::arg("v"), py::arg("o"), py::arg("do"), py::arg("lse"), py::arg("causal"),
-        py::arg("scale"));
+        py::arg("scale"), py::arg("kernel") = 0);
 }
