@@ -91,9 +91,12 @@ def test_too_many_queries_for_decoding():
 def test_backward_arguments():
     q, k, v = qkv(1, 2, 8, 8, 64, BF16, seed=7)
     o, lse = course_attn.forward(q, k, v, kernel="lab5")
-    with pytest.raises(TypeError, match=r"lab 7 \(its GPU part\) takes torch.float32 and torch.bfloat16"):
+    with pytest.raises(TypeError, match=r"lab 7 \(its GPU parts\) takes"):
+        f64 = [t.double() for t in (q, k, v, o, o)]
+        course_attn.backward(*f64, lse)
+    with pytest.raises(ValueError, match="CUDA-core kernel takes fp32 or bf16"):
         h = [t.half() for t in (q, k, v, o, o)]
-        course_attn.backward(*h, lse)
+        course_attn.backward(*h, lse, kernel="cuda_cores")
     with pytest.raises(TypeError, match="lse must be torch.float32"):
         course_attn.backward(q, k, v, o, o, lse.double())
     with pytest.raises(ValueError, match=r"lse must be \[B, H, Nq\]"):
