@@ -30,14 +30,11 @@ import sys
 import time
 import warnings
 
+from torch_timing import median, one_line
+
 COLUMNS = ["impl", "dtype", "d", "causal", "N", "B", "H", "ms", "tflops", "peak_mem_bytes",
            "status", "max_abs_err", "measured_mem_bytes", "reps"]
 TOKENS, HIDDEN, REF_ROWS = 16384, 2048, 1024
-
-
-def one_line(text, limit=150):
-    text = " ".join(str(text).split())
-    return text.replace(",", ";")[:limit]
 
 
 def main():
@@ -170,9 +167,7 @@ def main():
                                     o = call(r % 2)
                                     ev[r][1].record()
                                 torch.cuda.synchronize()
-                                times = sorted(a.elapsed_time(b) for a, b in ev)
-                                mid = reps // 2
-                                ms = times[mid] if reps % 2 else 0.5 * (times[mid - 1] + times[mid])
+                                ms = median([a.elapsed_time(b) for a, b in ev])
                                 flop = 4.0 * B * H * n * n * d * (0.5 if causal else 1.0)
                                 row.update(ms=ms, tflops=flop / (ms * 1e-3) / 1e12, reps=reps)
                         except torch.cuda.OutOfMemoryError:

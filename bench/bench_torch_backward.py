@@ -13,18 +13,9 @@ import argparse
 import csv
 import time
 
+from torch_timing import median_ms
+
 COLUMNS = ["impl", "pass", "dtype", "d", "N", "B", "H", "causal", "ms", "tflops", "status", "reps"]
-
-
-def median_ms(torch, call, reps):
-    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
-    for a, b in ev:
-        a.record()
-        call()
-        b.record()
-    torch.cuda.synchronize()
-    t = sorted(a.elapsed_time(b) for a, b in ev)
-    return t[reps // 2]
 
 
 def measure(torch, call, max_reps):

@@ -17,25 +17,11 @@ import sys
 import time
 import warnings
 
+from torch_timing import median_ms, one_line
+
 COLUMNS = ["impl", "dtype", "BH", "d", "Nq", "Nk", "splits", "ms", "kv_bytes", "gbps", "copy_gbps",
            "fraction", "status", "max_abs_err", "reps"]
 D, HEADS = 128, 32
-
-
-def one_line(text, limit=150):
-    return " ".join(str(text).split()).replace(",", ";")[:limit]
-
-
-def median_ms(torch, call, reps):
-    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
-    for a, b in ev:
-        a.record()
-        call()
-        b.record()
-    torch.cuda.synchronize()
-    t = sorted(a.elapsed_time(b) for a, b in ev)
-    mid = reps // 2
-    return t[mid] if reps % 2 else 0.5 * (t[mid - 1] + t[mid])
 
 
 def main():
