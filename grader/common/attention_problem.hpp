@@ -51,6 +51,16 @@ std::vector<P> causal(std::vector<P> ps) {
   return ps;
 }
 
+// Causal problems with Nq != Nk, aligned bottom-right, for labs 3 and 7: with Nq > Nk the first
+// Nq - Nk queries see no key (in the first two, a query tile holds rows of both kinds); with
+// Nq < Nk the first key tiles are seen by every query. Odd lengths and tiles that do not divide them.
+inline std::vector<AttentionProblem> causal_unequal_lengths() {
+  return causal({
+      {70, 20, 16, 16, 16}, {113, 64, 64, 32, 7}, {5, 3, 16, 64, 64},  // Nq > Nk
+      {20, 70, 16, 16, 16}, {37, 300, 64, 16, 64}, {1, 113, 16, 8, 8},  // Nq < Nk
+  });
+}
+
 // The lab's options for a problem: lab 3's AttentionOptions or lab 7's BackwardOptions.
 template <class Options>
 Options options_of(const AttentionProblem& p) {

@@ -319,10 +319,7 @@ TEST_CASE("causal: Nq != Nk aligned bottom-right; rows with no key give dQ = 0, 
           grading::points(2)) {
   // Nq > Nk: the first Nq - Nk queries see no key (LSE = -inf): their dQ is 0 and they add
   // nothing to dK and dV. In the first two problems a query tile holds rows of both kinds.
-  const std::vector<Problem> ps = causal({
-      {70, 20, 16, 16, 16}, {113, 64, 64, 32, 7}, {5, 3, 16, 64, 64},  // Nq > Nk
-      {20, 70, 16, 16, 16}, {37, 300, 64, 16, 64}, {1, 113, 16, 8, 8},  // Nq < Nk
-  });
+  const std::vector<Problem> ps = grading::causal_unequal_lengths();
   check_problems<double>(ps, 2);
   check_problems<float>(ps, 1);
   check_problems<fp16>(ps, 1);
