@@ -5,9 +5,10 @@
 // Lecture: lectures/07-backward-pass.md, "Part 3: tensor cores". The PTX wrappers, the swizzled
 // tile layout and the fragment loads are lab 5's, from include/course/mma_sm80.cuh.
 //
-// Reading guide. One CTA of 4 warps owns a K/V tile of kBc = 64 keys of one (batch, head); warp w
-// owns keys 16 w .. 16 w + 15 of it. The CTA walks over the query tiles (kBr = 64 rows) that can
-// see its keys. For each, warp w computes, for its 16 keys and the tile's 64 queries,
+// Reading guide. One CTA owns a K/V tile of kBc keys of one (batch, head): 128 keys and 8 warps at
+// d = 128 (FA2's shape), 64 keys and 4 warps at d = 64; warp w owns keys 16 w .. 16 w + 15 of it.
+// The CTA walks over the query tiles (kBr = 64 rows) that can see its keys. For each, warp w
+// computes, for its 16 keys and the tile's 64 queries,
 //   S^T  = K_w Q_i^T        and  P^T  = exp2(S^T tau log2(e) - LSE_i log2(e))    (lines 10-11)
 //   dP^T = V_w dO_i^T       and  dS^T = P^T o (dP^T - D_i)                       (lines 13-14)
 // all transposed, so that the warp's keys are the rows (the M side) of every product it makes:
@@ -15,9 +16,9 @@
 // with P^T and dS^T fed to the tensor cores straight from the accumulators' registers (lab 5's
 // "P in registers": an m16n8 accumulator pair is an m16k16 A fragment). dK_w and dV_w (16 x d
 // each) stay in registers for the whole loop. Then dQ_i += dS K_j (line 15) needs dS with the
-// queries as rows: the warps write dS^T to shared memory, and warp w reads back, for queries
-// 16 w .. 16 w + 15 and all 64 keys, the A fragments of dS with ldmatrix.trans, and adds its
-// 16 x d share of dQ_i into the fp32 accumulator with atomic adds.
+// queries as rows: the warps write dS^T to shared memory, and each warp reads back, for 16 query
+// rows (and, with 8 warps, half of the head dimension), the A fragments of dS with
+// ldmatrix.trans, and adds its share of dQ_i into the fp32 accumulator with atomic adds.
 //
 // Pipelining: K_j and V_j are loaded once; Q_i and dO_i (and the rows' LSE and D) come in two
 // shared-memory stages: while the CTA computes on query tile i, cp.async brings tile i + 1 in.
@@ -45,44 +46,54 @@ using namespace course::sm80;
 // ---------------------------------------------------------------------------------------------
 // Configuration (given).
 
-constexpr int kWarps = 4;
-constexpr int kThreads = 32 * kWarps;
-constexpr int kBc = 64;             // keys per CTA (B_c): 16 per warp
-constexpr int kBr = 64;             // query rows per step of the loop (B_r)
-constexpr int kKeysPerWarp = kBc / kWarps;
+constexpr int kBr = 64;                 // query rows per step of the loop (B_r)
+constexpr int kKeysPerWarp = 16;        // one m16 tile of keys per warp
 constexpr int kQueryTiles = kBr / 8;    // 8-wide n-tiles of S^T: 8
 constexpr int kQuerySlabs = kBr / 16;   // 16-wide k-slabs of P^T dO: 4
-// SKELETON: [[maybe_unused]]
-constexpr int kKeySlabs = kBc / 16;     // 16-wide k-slabs of dS K: 4
-static_assert(kKeysPerWarp == 16, "one m16 tile of keys per warp");
-static_assert(kBr == kWarps * 16, "the dQ step gives each warp 16 query rows");
+constexpr int kRowGroups = kBr / 16;    // 16-row groups of dQ_i: 4
 
+// The CTA's shape for a head dimension. At d = 128 a CTA owns 128 keys with 8 warps, as FA2's
+// backward does: every Q_i and dO_i tile it loads serves twice as many keys, and every dQ row
+// receives half as many rounds of atomic adds, as with 64 keys; at d = 64, 4 warps and 64 keys
+// (two CTAs fit on an SM).
 template <int D>
 struct TcTiles {
   static_assert(D == 64 || D == 128, "head dimension must be 64 or 128");
-  static constexpr int kDimTiles = D / 8;   // 8-wide n-tiles of dV, dK, dQ
-  static constexpr int kDimSteps = D / 16;  // 16-wide k-steps of S^T and dP^T
-  static constexpr int kTile = kBc * D;     // elements of a K, V, Q or dO tile (kBr == kBc)
+  static constexpr int kWarps = D == 128 ? 8 : 4;
+  static constexpr int kThreads = 32 * kWarps;
+  static constexpr int kBc = kKeysPerWarp * kWarps;  // keys per CTA (B_c): 64 or 128
+  static constexpr int kKeySlabs = kBc / 16;         // 16-wide k-slabs of dS K
+  static constexpr int kMinBlocks = D == 128 ? 1 : 2;  // for __launch_bounds__
+  // The dQ step: warp w takes the 16 query rows of group w % 4 and, when there are 8 warps, one
+  // half of the head dimension (w / 4).
+  static constexpr int kDimSplits = kWarps / kRowGroups;
+  static_assert(kWarps % kRowGroups == 0, "the dQ step gives each warp 16 query rows");
+  static constexpr int kDimTiles = D / 8;                  // 8-wide n-tiles of dV, dK
+  static constexpr int kDqDimTiles = kDimTiles / kDimSplits;  // ... of one warp's share of dQ
+  static constexpr int kDimSteps = D / 16;                 // 16-wide k-steps of S^T and dP^T
+  static constexpr int kKvTile = kBc * D;  // elements of the K or V tile
+  static constexpr int kQTile = kBr * D;   // elements of a Q or dO tile
   // K, V, two stages of Q and of dO, and dS^T (kBc x kBr), all 16-bit; then two stages of the
   // rows' base-2 LSE and of D (floats).
-  static constexpr int kHalfs = 2 * kTile + 4 * kTile + kBc * kBr;
+  static constexpr int kHalfs = 2 * kKvTile + 4 * kQTile + kBc * kBr;
   static constexpr int kSmemBytes = kHalfs * 2 + 4 * kBr * static_cast<int>(sizeof(float));
 };
 
 // ---------------------------------------------------------------------------------------------
 // Device helpers (given).
 
-// Rows [0, 64) of a row-major [*, D] block into a swizzled shared tile with cp.async (16 bytes a
-// thread a pass, coalesced); rows at or past `valid_rows` are zero-filled and never read. The
-// CTA's 128 threads share the copy; the caller commits and waits.
-template <int D, class T>
+// Rows [0, kRows) of a row-major [*, D] block into a swizzled shared tile with cp.async (16 bytes
+// a thread a pass, coalesced); rows at or past `valid_rows` are zero-filled and never read. The
+// CTA's kThreads threads share the copy; the caller commits and waits.
+template <int kRows, int D, int kThreads, class T>
 __device__ __forceinline__ void copy_tile_async(T* tile, const T* gmem, int valid_rows, int tid) {
   constexpr int kChunksPerRow = D / 8;
-  constexpr int kRowsPerPass = kThreads / kChunksPerRow;  // 16 or 8: keeps row % 8, the swizzle
+  constexpr int kRowsPerPass = kThreads / kChunksPerRow;  // a multiple of 8: keeps row % 8, the swizzle
+  static_assert(kRowsPerPass % 8 == 0 && kRows % kRowsPerPass == 0, "whole passes, one swizzle");
   const int row0 = tid / kChunksPerRow;
   const int col = (tid % kChunksPerRow) * 8;
 #pragma unroll
-  for (int pass = 0; pass < kBc / kRowsPerPass; ++pass) {
+  for (int pass = 0; pass < kRows / kRowsPerPass; ++pass) {
     const int row = row0 + pass * kRowsPerPass;
     const bool valid = row < valid_rows;
     cp_async_16(smem_address(tile + tile_offset<D, true>(row, col)),
@@ -245,29 +256,31 @@ __device__ __forceinline__ void load_ds_fragment(uint32_t (&a)[4], const T* ds_s
 }
 
 // Line 15 (tau is applied by kernel 3): dQ_i += dS K_j for the warp's 16 query rows
-// (query0 .. + 15 of the tile), added into the fp32 accumulator with 8-byte atomic adds.
+// (query0 .. + 15 of the tile) and head-dimension columns dim0 .. dim0 + 8 kDqDimTiles - 1, added
+// into the fp32 accumulator with 8-byte atomic adds.
 template <int D, class T>
-__device__ __forceinline__ void accumulate_dq(const T* ds_s, const T* k_s, float* dq_rows, int query0,
+__device__ __forceinline__ void accumulate_dq(const T* ds_s, const T* k_s, float* dq_rows, int query0, int dim0,
                                               int valid_rows, int lane) {
+  using Tiles = TcTiles<D>;
   // BEGIN SOLUTION accumulate_dq device Algorithm 2 line 15
-  //! dq[n] (n over the 8-wide head-dimension tiles) = sum over the 4 key slabs kk of
-  //! dS(query0.., 16 kk..) (load_ds_fragment) times K(16 kk.., dims) (load_b_fragments_v on
-  //! k_s); then rows query0 + g and + 8 (if < valid_rows) of dq_rows get atomicAdd of float2
-  //! pairs at columns 8n + 2t
+  //! dq[n] (n over the warp's kDqDimTiles 8-wide tiles from dim0) = sum over the kKeySlabs key
+  //! slabs kk of dS(query0.., 16 kk..) (load_ds_fragment) times K(16 kk.., dims)
+  //! (load_b_fragments_v on k_s); then rows query0 + g and + 8 (if < valid_rows) of dq_rows get
+  //! atomicAdd of float2 pairs at columns dim0 + 8n + 2t
   const int g = lane / 4, t = lane % 4;
-  float dq[TcTiles<D>::kDimTiles][4];
+  float dq[Tiles::kDqDimTiles][4];
 #pragma unroll
-  for (int n = 0; n < TcTiles<D>::kDimTiles; ++n)
+  for (int n = 0; n < Tiles::kDqDimTiles; ++n)
 #pragma unroll
     for (int e = 0; e < 4; ++e) dq[n][e] = 0.0f;
 #pragma unroll
-  for (int kk = 0; kk < kKeySlabs; ++kk) {
+  for (int kk = 0; kk < Tiles::kKeySlabs; ++kk) {
     uint32_t a[4];
     load_ds_fragment(a, ds_s, 16 * kk, query0, lane);
 #pragma unroll
-    for (int nd = 0; nd < TcTiles<D>::kDimTiles / 2; ++nd) {
+    for (int nd = 0; nd < Tiles::kDqDimTiles / 2; ++nd) {
       uint32_t kb[4];
-      load_b_fragments_v<D, true, true>(kb, k_s, 16 * kk, 16 * nd, lane);
+      load_b_fragments_v<D, true, true>(kb, k_s, 16 * kk, dim0 + 16 * nd, lane);
       mma_16x8x16<T>(dq[2 * nd], a, kb[0], kb[1]);
       mma_16x8x16<T>(dq[2 * nd + 1], a, kb[2], kb[3]);
     }
@@ -277,8 +290,8 @@ __device__ __forceinline__ void accumulate_dq(const T* ds_s, const T* k_s, float
     const int row = query0 + g + 8 * half;
     if (row >= valid_rows) continue;
 #pragma unroll
-    for (int n = 0; n < TcTiles<D>::kDimTiles; ++n)
-      atomicAdd(reinterpret_cast<float2*>(dq_rows + static_cast<std::int64_t>(row) * D + 8 * n + 2 * t),
+    for (int n = 0; n < Tiles::kDqDimTiles; ++n)
+      atomicAdd(reinterpret_cast<float2*>(dq_rows + static_cast<std::int64_t>(row) * D + dim0 + 8 * n + 2 * t),
                 make_float2(dq[n][2 * half], dq[n][2 * half + 1]));
   }
   // END SOLUTION
@@ -288,15 +301,17 @@ __device__ __forceinline__ void accumulate_dq(const T* ds_s, const T* k_s, float
 // Kernel 2 on tensor cores. Grid: (K/V tiles, B * H). One CTA = one K/V tile j of one head.
 
 template <class T, int D>
-__global__ void __launch_bounds__(kThreads, 2) backward_tc_kernel(const Params p) {
+__global__ void __launch_bounds__(TcTiles<D>::kThreads, TcTiles<D>::kMinBlocks) backward_tc_kernel(const Params p) {
   using Tiles = TcTiles<D>;
   constexpr int kDimTiles = Tiles::kDimTiles;
+  constexpr int kBc = Tiles::kBc;
+  constexpr int kThreads = Tiles::kThreads;
   extern __shared__ uint4 smem_tc[];  // uint4: 16-byte alignment for cp.async and ldmatrix
   T* const k_s = reinterpret_cast<T*>(smem_tc);
-  T* const v_s = k_s + Tiles::kTile;
-  T* const q_stages = v_s + Tiles::kTile;            // stage s at q_stages + s * kTile
-  T* const do_stages = q_stages + 2 * Tiles::kTile;  // likewise
-  T* const ds_s = do_stages + 2 * Tiles::kTile;      // dS^T [kBc keys][kBr queries]
+  T* const v_s = k_s + Tiles::kKvTile;
+  T* const q_stages = v_s + Tiles::kKvTile;           // stage s at q_stages + s * kQTile
+  T* const do_stages = q_stages + 2 * Tiles::kQTile;  // likewise
+  T* const ds_s = do_stages + 2 * Tiles::kQTile;      // dS^T [kBc keys][kBr queries]
   float* const lse_stages = reinterpret_cast<float*>(ds_s + kBc * kBr);  // [2][kBr]
   float* const delta_stages = lse_stages + 2 * kBr;                      // [2][kBr]
 
@@ -322,11 +337,13 @@ __global__ void __launch_bounds__(kThreads, 2) backward_tc_kernel(const Params p
   //! query tile (q_begin) into stage 0: Q and dO with copy_tile_async, LSE and D with
   //! stage_row_stats; one commit.
   //! Line 7: dv and dk (the warp's 16 keys x d, as m16n8 accumulators) = 0.
-  copy_tile_async<D>(k_s, static_cast<const T*>(p.k) + (k_head + kv0) * D, kv_rows, tid);
-  copy_tile_async<D>(v_s, static_cast<const T*>(p.v) + (k_head + kv0) * D, kv_rows, tid);
+  copy_tile_async<kBc, D, kThreads>(k_s, static_cast<const T*>(p.k) + (k_head + kv0) * D, kv_rows, tid);
+  copy_tile_async<kBc, D, kThreads>(v_s, static_cast<const T*>(p.v) + (k_head + kv0) * D, kv_rows, tid);
   if (q_begin < p.nq) {
-    copy_tile_async<D>(q_stages, q_head_ptr + static_cast<std::int64_t>(q_begin) * D, p.nq - q_begin, tid);
-    copy_tile_async<D>(do_stages, do_head_ptr + static_cast<std::int64_t>(q_begin) * D, p.nq - q_begin, tid);
+    copy_tile_async<kBr, D, kThreads>(q_stages, q_head_ptr + static_cast<std::int64_t>(q_begin) * D, p.nq - q_begin,
+                                      tid);
+    copy_tile_async<kBr, D, kThreads>(do_stages, do_head_ptr + static_cast<std::int64_t>(q_begin) * D,
+                                      p.nq - q_begin, tid);
     stage_row_stats(lse_stages, delta_stages, p, q_head, q_begin, tid);
   }
   cp_async_commit();
@@ -351,15 +368,15 @@ __global__ void __launch_bounds__(kThreads, 2) backward_tc_kernel(const Params p
     __syncthreads();
     const int next = q0 + kBr;
     if (next < p.nq) {
-      copy_tile_async<D>(q_stages + (stage ^ 1) * Tiles::kTile, q_head_ptr + static_cast<std::int64_t>(next) * D,
-                         p.nq - next, tid);
-      copy_tile_async<D>(do_stages + (stage ^ 1) * Tiles::kTile, do_head_ptr + static_cast<std::int64_t>(next) * D,
-                         p.nq - next, tid);
+      copy_tile_async<kBr, D, kThreads>(q_stages + (stage ^ 1) * Tiles::kQTile,
+                                        q_head_ptr + static_cast<std::int64_t>(next) * D, p.nq - next, tid);
+      copy_tile_async<kBr, D, kThreads>(do_stages + (stage ^ 1) * Tiles::kQTile,
+                                        do_head_ptr + static_cast<std::int64_t>(next) * D, p.nq - next, tid);
       stage_row_stats(lse_stages + (stage ^ 1) * kBr, delta_stages + (stage ^ 1) * kBr, p, q_head, next, tid);
     }
     cp_async_commit();
-    const T* const q_s = q_stages + stage * Tiles::kTile;
-    const T* const do_s = do_stages + stage * Tiles::kTile;
+    const T* const q_s = q_stages + stage * Tiles::kQTile;
+    const T* const do_s = do_stages + stage * Tiles::kQTile;
 
     float st[kQueryTiles][4], dpt[kQueryTiles][4];
     scores_transposed<D, T>(st, dpt, k_s, v_s, q_s, do_s, key_row0, lane);
@@ -372,7 +389,8 @@ __global__ void __launch_bounds__(kThreads, 2) backward_tc_kernel(const Params p
     accumulate_dv_dk<D, T>(dv, dk, pa, dsa, q_s, do_s, lane);
     store_ds_transposed<T>(ds_s, dsa, key_row0, lane);
     __syncthreads();
-    accumulate_dq<D, T>(ds_s, k_s, p.dq_accum + (q_head + q0) * D, 16 * warp, min(kBr, p.nq - q0), lane);
+    accumulate_dq<D, T>(ds_s, k_s, p.dq_accum + (q_head + q0) * D, 16 * (warp % kRowGroups),
+                        (warp / kRowGroups) * (D / Tiles::kDimSplits), min(kBr, p.nq - q0), lane);
     // END SOLUTION
   }
 
@@ -396,12 +414,14 @@ __global__ void __launch_bounds__(kThreads, 2) backward_tc_kernel(const Params p
 
 template <class T, int D>
 void launch(const Params& p, const AttentionShape& shape, cudaStream_t stream) {
-  constexpr int kSmem = TcTiles<D>::kSmemBytes;
+  using Tiles = TcTiles<D>;
+  constexpr int kSmem = Tiles::kSmemBytes;
   // More than 48 KB of dynamic shared memory must be asked for explicitly.
   check_cuda(cudaFuncSetAttribute(backward_tc_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem),
              "cudaFuncSetAttribute(backward_tc_kernel, MaxDynamicSharedMemorySize)");
-  const dim3 grid(static_cast<unsigned>((shape.Nk + kBc - 1) / kBc), static_cast<unsigned>(shape.B * shape.H));
-  backward_tc_kernel<T, D><<<grid, kThreads, kSmem, stream>>>(p);
+  const dim3 grid(static_cast<unsigned>((shape.Nk + Tiles::kBc - 1) / Tiles::kBc),
+                  static_cast<unsigned>(shape.B * shape.H));
+  backward_tc_kernel<T, D><<<grid, Tiles::kThreads, kSmem, stream>>>(p);
   check_cuda(cudaGetLastError(), "backward_tc_kernel<<<...>>> launch");
 }
 
