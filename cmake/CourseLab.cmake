@@ -318,6 +318,12 @@ function(course_correct_variant)
   if(V_CHECKS)
     set(only --only "${V_CHECKS}")
   endif()
+  # variants.tsv: which checks each correct variant claims (tools/gpu-check grades it on those).
+  set(claimed "${V_CHECKS}")
+  if(NOT claimed)
+    set(claimed "*")
+  endif()
+  set_property(GLOBAL APPEND PROPERTY COURSE_VARIANTS "lab${n}_worker_variant_${V_NAME}\t${claimed}")
   add_test(NAME lab${n}.variant.${V_NAME}
            COMMAND course_runner expect --binary $<TARGET_FILE:grade_lab${n}>
                    --worker $<TARGET_FILE:lab${n}_worker_variant_${V_NAME}>
@@ -327,7 +333,8 @@ function(course_correct_variant)
 endfunction()
 
 # graders.tsv in the build folder: one line per lab for course_runner (number, folder, cpu|gpu,
-# trusted grader, the solution's lab process, why the lab is not built or "-").
+# trusted grader, the solution's lab process, why the lab is not built or "-"); variants.tsv:
+# the correct variants' lab processes and the checks each claims (tools/gpu-check reads it).
 function(course_write_manifest)
   if(COURSE_STUDENT_BUILD)
     return()
@@ -335,4 +342,8 @@ function(course_write_manifest)
   get_property(lines GLOBAL PROPERTY COURSE_MANIFEST)
   list(JOIN lines "\n" content)
   file(GENERATE OUTPUT "${CMAKE_BINARY_DIR}/graders.tsv" CONTENT "${content}\n")
+  # One line per correct variant: its lab process's name and the checks it claims full marks on.
+  get_property(variants GLOBAL PROPERTY COURSE_VARIANTS)
+  list(JOIN variants "\n" content)
+  file(GENERATE OUTPUT "${CMAKE_BINARY_DIR}/variants.tsv" CONTENT "${content}\n")
 endfunction()
