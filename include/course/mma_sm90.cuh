@@ -1199,8 +1199,9 @@ __device__ __forceinline__ void fence_proxy_async_shared() {
 // becomes N (24..256, a multiple of 8). .dec gives registers back to the CTA's pool, .inc
 // blocks until the pool has enough. All 4 warps of a warpgroup must execute the same one. It
 // takes effect only when the kernel had a register cap at launch (__launch_bounds__(threads, 1)
-// with the 1, or -maxrregcount); otherwise ptxas ignores it with warning C7508
-// (.library/device/HOPPER.md). FA3's budgets (hopper/flash_fwd_kernel_sm90.h): producer 24 and
+// with the 1, or -maxrregcount); otherwise ptxas drops it, saying only, at info level, "(C7508)
+// Potential Performance Loss: 'setmaxnreg' ignored; unable to determine register count at entry"
+// (seen with nvcc 13.0; tools/check-sm90a-toolkit fails on that line). FA3's budgets (hopper/flash_fwd_kernel_sm90.h): producer 24 and
 // two consumer warpgroups 240 (3 x 128 threads: 24 + 2*240 = 504 = 3 * 168, the launch cap of
 // 65536 registers / 384 threads rounded down to 8), or producer 32 and three consumers 160
 // (32 + 3*160 = 512 = 4 * 128). New registers start with undefined contents.
