@@ -116,8 +116,11 @@ __host__ __device__ constexpr uint32_t sw128_tile_offset(uint32_t row, uint32_t 
 //            Each M/N row is 128 bytes of K; 8 rows make one 1024-byte swizzle atom.
 //            SBO = byte distance between consecutive groups of 8 rows (1024 when the rows of
 //                  a column block are consecutive, as TMA writes them).
-//            LBO = not used by the swizzled K-major layouts (PTX: "assumed 1"; CUTLASS
-//                  writes 1). One wgmma's K = 16 slice is 32 bytes of each row, inside the atom.
+//            LBO = not used by the swizzled K-major layouts: CUTLASS's descriptor comment says
+//                  "unused for all SWIZZLE_* layouts (and assumed to be 1)" and make_gmma_desc
+//                  writes 1; the PTX ISA's table of strides for tcgen05 (sm_100) says the same
+//                  for K-major swizzled layouts. One wgmma's K = 16 slice is 32 bytes of each
+//                  row, inside the atom.
 //
 //   MN-major (the M/N index is contiguous; B = V of O = P V -- V's rows are keys, i.e. K,
 //            and its d columns, i.e. N, are contiguous): wgmma with imm-trans-b = 1.
