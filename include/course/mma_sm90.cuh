@@ -136,8 +136,10 @@ __host__ __device__ constexpr uint32_t sw128_tile_offset(uint32_t row, uint32_t 
 // start moves to the next block). That the hardware applies the swizzle to the advanced address
 // -- so that an address 32 bytes into an atom is fine with base offset 0 -- is how CUTLASS's
 // DescriptorIterator and FA3 step through K (they add the offset to the descriptor's address
-// field); CHECK ON DEVICE (micro-test 1 of DESIGN.md). For an MN-major tile the next 16 K rows
-// are 2 atoms further: start address + 2048 bytes.
+// field); CHECK ON DEVICE (micro-test 1 of grader/gpu/tests/sm90a_microtests.cu). For an
+// MN-major tile the next 16 K rows are 2 atoms further: start address + 2048 bytes. The MN-major
+// LBO/SBO reading above (and trans-b = 1 for V) is CHECK ON DEVICE too (micro-test 2, d = 128:
+// the only case where LBO is used).
 
 enum class SwizzleMode : uint64_t { none = 0, b128 = 1, b64 = 2, b32 = 3 };
 
@@ -1045,7 +1047,7 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[
 // phase *before* it, which counts as complete: it returns at once. That is why a producer,
 // whose first wait is on a stage nobody has used yet, starts its "empty" parity at 1 (CUTLASS:
 // make_producer_start_state) while consumers start their "full" parity at 0. CHECK ON DEVICE
-// (micro-test 2).
+// (micro-tests 3 and 6).
 
 // mbarrier.init.shared::cta.b64 [bar], count: phase 0, `count` arrivals expected. One thread
 // initialises; fence_mbarrier_init and a __syncthreads publish it before anyone uses it.
@@ -1121,7 +1123,7 @@ __device__ __forceinline__ void mbarrier_wait_parity(uint64_t* bar, uint32_t par
 // Q/K/V as 3-D tensors [B*H][N][d] (innermost d), so that rows past N of one head are outside
 // the tensor -- zeros -- instead of the next head's rows. Whether the zero-filled bytes count
 // towards complete_tx (so that a stage always expects the full box size) is what CUTLASS and FA3
-// assume (a constant transaction byte count per stage); CHECK ON DEVICE (micro-test 3).
+// assume (a constant transaction byte count per stage); CHECK ON DEVICE (micro-test 4).
 
 // prefetch.tensormap [map]: pull the 128-byte descriptor into the copy engine's cache before the
 // first copy that uses it (a latency hint; one thread, at kernel start).
@@ -1164,7 +1166,7 @@ __device__ __forceinline__ void tma_load_4d(void* dst, const CUtensorMap* map, u
 // cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [map, {c0, c1, c2}], [src]
 // The other direction (the epilogue: O from shared memory to global). Completion is tracked per
 // thread in bulk groups, not on an mbarrier. Elements of the box outside the tensor are not
-// written, which is what makes a partial last query tile safe (CHECK ON DEVICE, micro-test 3).
+// written, which is what makes a partial last query tile safe (CHECK ON DEVICE, micro-test 5).
 __device__ __forceinline__ void tma_store_3d(const CUtensorMap* map, const void* src, int c0, int c1,
                                              int c2) {
   asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];\n" ::"l"(
@@ -1219,9 +1221,10 @@ __device__ __forceinline__ void setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegs));
 }
 
-// elect.sync rd|p, membermask: the active lanes of the mask agree on one leader; p is true in
-// the leader only. Cheaper and warp-uniform in the compiler's eyes, unlike (lane == 0); used to
-// pick the one thread that issues TMA copies and arrives on barriers.
+// elect.sync rd|p, membermask: the lanes of the mask agree on one leader; p is true in the
+// leader only. Here the mask is the whole warp, so all 32 lanes must execute the call together
+// (as with any .sync instruction). Used to pick the one thread that issues TMA copies; unlike
+// (lane == 0) it states in the instruction stream that exactly one lane of a converged warp acts.
 __device__ __forceinline__ bool elect_one_sync() {
   uint32_t is_leader;
   asm volatile(
