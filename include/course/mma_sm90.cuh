@@ -265,7 +265,8 @@ namespace detail {
 // tools/gen-wgmma-sm90. The operands, in PTX order:
 //   SS:  {d0..d(N/2-1)}, a-desc, b-desc, p, imm-scale-a, imm-scale-b, imm-trans-a, imm-trans-b
 //   RS:  {d0..d(N/2-1)}, {a0, a1, a2, a3}, b-desc, p, imm-scale-a, imm-scale-b, imm-trans-b
-// p = (scale_d != 0): false means D = A*B (the old D is ignored: no need to zero it first).
+// p = (scale_d != 0): false means D = A*B (the hardware ignores the old D; C++ still wants d
+// initialised, since the asm statement names it as read-write).
 // imm-scale-a/-b = 1 (-1 would negate A or B). imm-trans-a/-b = 0 for K-major, 1 for MN-major
 // (allowed for .f16/.bf16 only). The predicate is made inside the asm from an int so that the
 // caller can pass a run-time flag.
