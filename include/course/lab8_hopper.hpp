@@ -1,0 +1,41 @@
+// Lab 8 API (beyond): a Hopper (sm_90a) FlashAttention forward kernel -- wgmma, TMA, mbarrier.
+//
+// Implemented by labs/lab8_hopper/ (you) and solutions/lab8_hopper/. Plain C++ header:
+// callable from host code compiled without nvcc. Same conventions as lab 5
+// (course/lab5_tensor_core.hpp); labs/lab8_hopper/DESIGN.md section 2 is the specification.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "course/gpu.hpp"  // DType, AttentionShape
+
+namespace course::lab8 {
+
+// The staircase of lecture 8 (DESIGN.md section 3). Each version is a kernel that is kept,
+// graded for correctness and benchmarked; `best` is the shipped one. Steps 4-7 of the design
+// (warp specialisation, ping-pong, intra-warpgroup overlap, causal skipping) come next; they
+// will be added here in that order.
+enum class Version {
+  wgmma,      // 1: wgmma with Q, K, V in 128B-swizzled shared memory, filled by 16-byte loads
+  tma,        // 2: + TMA copies that complete on an mbarrier (one K/V stage)
+  pipelined,  // 3: + several K/V stages, separate K and V barriers: loads run ahead of the math
+  best = pipelined,
+};
+
+struct ForwardOptions {
+  bool causal = false;  // bottom-right aligned, as in labs 4 and 5
+  float scale = 0.0f;   // 0 means 1/sqrt(d)
+  Version version = Version::best;
+  cudaStream_t stream = nullptr;
+};
+
+// Q [B, H, Nq, d], K, V [B, H, Nk, d], O [B, H, Nq, d] device pointers of dtype (DType::bf16
+// or DType::fp16), lse [B, H, Nq] device floats (natural log). d = 64 or 128; any Nq, Nk >= 1.
+// Launches on options.stream and returns without synchronising. Throws course::BadInput for bad
+// input (as lab 5, and: a GPU that is not compute capability 9.0) and std::runtime_error for a
+// failed CUDA call.
+void flash_attention_forward(const void* Q, const void* K, const void* V, void* O, float* lse,
+                             DType dtype, const AttentionShape& shape,
+                             const ForwardOptions& options);
+
+}  // namespace course::lab8

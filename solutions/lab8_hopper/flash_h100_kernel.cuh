@@ -1,0 +1,336 @@
+// Lab 8 (beyond): a Hopper FlashAttention forward kernel, as a staircase of versions.
+//
+// One kernel template, `flash_h100_forward_kernel<Cfg, Step, T>`, built from small device
+// functions. Cfg is the tile shape (TileConfig), Step the traits type of one step of the
+// staircase (flash_h100_config.cuh: V1_Wgmma, V2_Tma, V3_Pipelined), whose flags switch each
+// idea on with `if constexpr`; T the 16-bit element type. The pieces it uses live in
+//   flash_h100_config.cuh   the steps, TileConfig, the shared-memory layout, KernelParams
+//   flash_h100_load.cuh     16-byte loads into the swizzle, TMA tile copies, the barrier wait
+//   flash_h100_softmax.cuh  quad reductions and the online softmax
+//   course/mma_sm90.cuh     the PTX toolkit: wgmma, descriptors, swizzle, mbarrier, TMA
+// and flash_h100.cu launches it.
+//
+// The algorithm is FlashAttention-2's forward pass (Dao, 2023, Algorithm 1); comments name the
+// line of that algorithm each block implements (the FA1 paper's Algorithm 1 has the same
+// structure with the loops swapped: its lines 8-13 are the body of our K/V loop). What changes
+// from lab 5 is who does the matrix products and who moves the data:
+//   - a warpgroup (4 warps) issues one wgmma per 16-wide k-step for its 64 query rows, reading
+//     Q and K straight from shared memory through descriptors (no ldmatrix, no fragments);
+//   - P stays in registers (lab 5's step 5) and is the A operand of O += P V (wgmma's RS form);
+//   - from step 2 on, one thread asks the TMA engine for whole tiles; everybody waits on an
+//     mbarrier whose phase completes when the bytes have landed.
+#pragma once
+
+#include <cstdint>
+
+#include "flash_h100_config.cuh"
+#include "flash_h100_load.cuh"
+#include "flash_h100_softmax.cuh"
+
+namespace course::lab8::detail {
+
+// ------------------------------------------------------------------------------------------
+// The two matrix products (FA2 Algorithm 1, lines 8 and 10), per warpgroup
+// ------------------------------------------------------------------------------------------
+
+// Byte offset of k-step kk (columns 16kk .. 16kk+15) in a K-major swizzled tile of kRows rows:
+// the k-steps 0-3 of a 64-column block are 32 bytes apart inside each 128-byte row (the
+// hardware applies the swizzle to the advanced address: micro-test 1), and every 4 k-steps the
+// next column block begins, kRows * 128 bytes further.
+template <int kRows>
+__device__ __forceinline__ uint32_t k_major_step_offset(int kk) {
+  return (kk / 4) * (kRows * 128) + (kk % 4) * 32;
+}
+
+// Line 8: S = Q_i K_j^T for this warpgroup's 64 rows and the tile's kBlockN keys: d/16 wgmma
+// (m64 n=kBlockN k16), both operands K-major in shared memory. The warpgroup's 64 rows of Q
+// start 64 * 128 bytes into each column block of the Q tile. wgmma only starts the product:
+// wait_group<0> is what makes s readable, and fence_operand keeps the compiler from moving
+// reads of s above it.
+template <class Cfg, class T>
+__device__ __forceinline__ void compute_scores(float (&s)[Cfg::kBlockN / 2], uint32_t q_tile,
+                                               uint32_t k_tile, int warpgroup) {
+  // BEGIN SOLUTION compute_scores device
+  //! zero s (wgmma names it read-write), wgmma_fence, then for kk < d/16 one wgmma_ss<kBlockN, T>
+  //! with desc_k_major_sw128(tile + k_major_step_offset<rows>(kk)) for Q (+ 64 * 128 * warpgroup)
+  //! and K, accumulating from kk = 1 on; commit, wait_group<0>, fence_operand(s)
+  constexpr int M = Cfg::kBlockM, N = Cfg::kBlockN;
+#pragma unroll
+  for (int i = 0; i < N / 2; ++i) s[i] = 0.0f;
+  fence_operand(s);
+  wgmma_fence();
+  const uint32_t q_rows = q_tile + warpgroup * (64 * 128);
+#pragma unroll
+  for (int kk = 0; kk < Cfg::kHeadDim / 16; ++kk)
+    wgmma_ss<N, T>(s, desc_k_major_sw128(q_rows + k_major_step_offset<M>(kk)),
+                   desc_k_major_sw128(k_tile + k_major_step_offset<N>(kk)), /*accumulate=*/kk > 0);
+  wgmma_commit_group();
+  wgmma_wait_group<0>();
+  fence_operand(s);
+  // END SOLUTION
+}
+
+// P as the A operand of O += P V, in registers (DESIGN.md section 4): the A fragment of k-step
+// kk (keys 16kk .. 16kk+15) is exactly S's accumulators 8kk .. 8kk+7, packed in pairs in that
+// order -- the same thread holds them, so P is converted, never moved. Low half = lower column.
+template <class T>
+__device__ __forceinline__ uint32_t pack_pair(float lo, float hi) {
+  T l, h;
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    l = __float2bfloat16_rn(lo);
+    h = __float2bfloat16_rn(hi);
+  } else {
+    l = __float2half_rn(lo);
+    h = __float2half_rn(hi);
+  }
+  return uint32_t(*reinterpret_cast<uint16_t*>(&l)) | (uint32_t(*reinterpret_cast<uint16_t*>(&h)) << 16);
+}
+
+template <int kBlockN, class T>
+__device__ __forceinline__ void pack_p(uint32_t (&p)[kBlockN / 16][4], const float (&s)[kBlockN / 2]) {
+  // BEGIN SOLUTION pack_p device
+  //! p[kk][i] = pack_pair<T>(s[8kk + 2i], s[8kk + 2i + 1]) for i < 4
+#pragma unroll
+  for (int kk = 0; kk < kBlockN / 16; ++kk)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) p[kk][i] = pack_pair<T>(s[8 * kk + 2 * i], s[8 * kk + 2 * i + 1]);
+  // END SOLUTION
+}
+
+// Line 10, P V half: O += P V_j, kBlockN/16 wgmma (m64 n=d k16) with P from registers and V
+// from shared memory. V's tile is [keys][d]: for this product keys are K and d is N, so V is
+// MN-major (trans-b = 1): LBO = the distance between its 64-column blocks (kBlockN * 128 bytes;
+// used at d = 128 only), SBO = 1024 (8 keys), and k-step kk starts 16 keys = 2048 bytes further.
+// The wgmma_fence is required here: o was just rescaled and p packed by ordinary instructions.
+template <class Cfg, class T>
+__device__ __forceinline__ void accumulate_pv(float (&o)[Cfg::kHeadDim / 2],
+                                              const uint32_t (&p)[Cfg::kBlockN / 16][4],
+                                              uint32_t v_tile) {
+  // BEGIN SOLUTION accumulate_pv device
+  //! fence_operand(o), wgmma_fence, kBlockN/16 x wgmma_rs<d, T, /*trans_b=*/1>(o, p[kk],
+  //! desc_mn_major_sw128(v_tile + 2048 * kk, kBlockN * 128), true); commit, wait_group<0>,
+  //! fence_operand(o)
+  constexpr int N = Cfg::kBlockN, D = Cfg::kHeadDim;
+  fence_operand(o);
+  wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < N / 16; ++kk)
+    wgmma_rs<D, T, /*trans_b=*/1>(o, p[kk], desc_mn_major_sw128(v_tile + 2048 * kk, N * 128),
+                                  /*accumulate=*/true);
+  wgmma_commit_group();
+  wgmma_wait_group<0>();
+  fence_operand(o);
+  // END SOLUTION
+}
+
+// Set S to -inf where the key does not exist (past Nk; TMA filled those K rows with zeros, which
+// would otherwise score 0) or is in the causal future (key > query + Nk - Nq, bottom-right
+// aligned). Element i of this thread is row first_row + acc_row(t, i), key first_key + acc_col(t, i).
+template <int kBlockN>
+__device__ __forceinline__ void apply_mask(float (&s)[kBlockN / 2], int first_row, int first_key,
+                                           int nq, int nk, bool causal, int thread_in_warpgroup) {
+  // BEGIN SOLUTION apply_mask device
+  //! for every i: row and key from acc_row / acc_col; -inf if key >= nk or (causal and
+  //! key > row + nk - nq)
+  const int diagonal = nk - nq;
+#pragma unroll
+  for (int i = 0; i < kBlockN / 2; ++i) {
+    const int row = first_row + acc_row(thread_in_warpgroup, i);
+    const int key = first_key + acc_col(thread_in_warpgroup, i);
+    if (key >= nk || (causal && key > row + diagonal)) s[i] = -INFINITY;
+  }
+  // END SOLUTION
+}
+
+// Lines 12-15: O_i = O / l, L_i = m*scale + log(l); a row that saw no key (l = 0) gets O = 0
+// and LSE = -inf. Rows past Nq (the zero-filled end of the last query tile) are not written.
+// Each thread stores pairs of columns (4-byte stores: a quad covers 16 contiguous bytes).
+template <int kHeadDim, class T>
+__device__ __forceinline__ void store_output(const float (&o)[kHeadDim / 2], const float (&row_max)[2],
+                                             const float (&row_sum)[2], T* o_head, float* lse_head,
+                                             int first_row, int nq, float scale,
+                                             int thread_in_warpgroup) {
+  // BEGIN SOLUTION store_output device
+  //! l = quad_sum(row_sum[r]) (each lane summed only its own columns); row r of this thread is
+  //! first_row + acc_row(t, 2r); skip rows >= nq; o[4j + 2r + c] is column 8j + 2(t % 4) + c;
+  //! lane t % 4 == 0 writes the LSE
+  const int quad_lane = thread_in_warpgroup % 4;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const float l = quad_sum(row_sum[r]);
+    const int row = first_row + acc_row(thread_in_warpgroup, 2 * r);
+    if (row >= nq) continue;
+    const float inv_l = l > 0.0f ? 1.0f / l : 0.0f;
+    T* out = o_head + static_cast<int64_t>(row) * kHeadDim;
+#pragma unroll
+    for (int j = 0; j < kHeadDim / 8; ++j)
+      *reinterpret_cast<uint32_t*>(out + 8 * j + 2 * quad_lane) =
+          pack_pair<T>(o[4 * j + 2 * r] * inv_l, o[4 * j + 2 * r + 1] * inv_l);
+    if (quad_lane == 0) lse_head[row] = l > 0.0f ? row_max[r] * scale + logf(l) : -INFINITY;
+  }
+  // END SOLUTION
+}
+
+// ------------------------------------------------------------------------------------------
+// The kernel: one CTA per (query tile, batch*head) -- FA2 Algorithm 1, line 3's loop in parallel
+// ------------------------------------------------------------------------------------------
+
+// Steps 1-3 visit every K/V tile, also the ones a causal query tile cannot see (they are masked
+// to -inf entirely): correct first; skipping them is step 7 (DESIGN.md section 3).
+template <class Cfg>
+__device__ __forceinline__ int kv_tiles(int nk) {
+  return (nk + Cfg::kBlockN - 1) / Cfg::kBlockN;
+}
+
+template <class Cfg, class Step, class T>
+__global__ void __launch_bounds__(Cfg::kThreads, 1)
+    flash_h100_forward_kernel(const __grid_constant__ CUtensorMap q_map,
+                              const __grid_constant__ CUtensorMap k_map,
+                              const __grid_constant__ CUtensorMap v_map, const KernelParams params) {
+  using Smem = SmemLayout<Cfg, Step>;
+  constexpr int kStages = Smem::kStages;
+  constexpr int M = Cfg::kBlockM, N = Cfg::kBlockN, D = Cfg::kHeadDim;
+
+  // Dynamic shared memory, rounded up to 1024 bytes (the swizzle repeats every 1024 bytes and is
+  // computed from address bits). The barriers are static shared memory: 8-byte aligned.
+  extern __shared__ unsigned char smem_raw[];
+  unsigned char* smem = reinterpret_cast<unsigned char*>(
+      (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  unsigned char* q_tile = smem;
+  unsigned char* k_tiles = smem + Smem::kKOffset;  // kStages tiles
+  unsigned char* v_tiles = smem + Smem::kVOffset;  // kStages tiles
+  __shared__ __align__(8) uint64_t q_full;
+  __shared__ __align__(8) uint64_t k_full[kStages];  // step 2: K and V of a tile on k_full[0]
+  __shared__ __align__(8) uint64_t v_full[kStages];
+
+  const int head = blockIdx.y;  // b * H + h
+  const int q0 = blockIdx.x * M;
+  const int nq = params.nq, nk = params.nk;
+  const T* q_head = static_cast<const T*>(params.q) + static_cast<int64_t>(head) * nq * D;
+  const T* k_head = static_cast<const T*>(params.k) + static_cast<int64_t>(head) * nk * D;
+  const T* v_head = static_cast<const T*>(params.v) + static_cast<int64_t>(head) * nk * D;
+  T* o_head = static_cast<T*>(params.o) + static_cast<int64_t>(head) * nq * D;
+  float* lse_head = params.lse + static_cast<int64_t>(head) * nq;
+
+  const int tid = threadIdx.x;
+  const int warpgroup = tid / 128, thread_in_warpgroup = tid % 128;
+  const int first_row = q0 + 64 * warpgroup;  // this warpgroup's first query row
+
+  // BEGIN SOLUTION flash_h100_forward_kernel device
+  //! step 2+: thread 0 initialises the barriers (count 1 each), fence_mbarrier_init, __syncthreads
+  //! line 4: Q_i into shared memory (step 1: load_tile_sw128 by everyone; step 2+: thread 0
+  //! arrive_expect_tx(q_full, bytes) + tma_load_tile, everyone waits on parity 0)
+  //! step 3: thread 0 issues the first kStages K/V tiles (K on k_full[s], V on v_full[s])
+  //! line 5: o = 0, row_max = -inf, row_sum = 0 (registers)
+  //! lines 6-7 per tile j: step 1: __syncthreads, load K_j and V_j, fence_proxy_async_shared,
+  //! __syncthreads; step 2: __syncthreads, thread 0 loads K_j and V_j on one barrier, wait on
+  //! parity j & 1; step 3: stage j % kStages, parity (j / kStages) & 1, K and V waited separately
+  //! lines 8-10: compute_scores, apply_mask (causal: every tile; else only a tile crossing Nk),
+  //! online_softmax, pack_p, accumulate_pv; step 3: __syncthreads, then thread 0 refills the stage
+  //! lines 12-15: store_output
+  const auto k_tile = [&](int stage) { return k_tiles + stage * Smem::kTileBytes; };
+  const auto v_tile = [&](int stage) { return v_tiles + stage * Smem::kTileBytes; };
+  // Step 3: one thread asks for K and V of tile `tile` into stage `stage`, each on its own
+  // barrier, announcing the full box's bytes (zero-filled rows past Nk count too).
+  const auto issue_kv = [&](int tile, int stage) {
+    mbarrier_arrive_expect_tx(&k_full[stage], Smem::kTileBytes);
+    tma_load_tile<N, D>(k_tile(stage), &k_map, &k_full[stage], tile * N, head);
+    mbarrier_arrive_expect_tx(&v_full[stage], Smem::kTileBytes);
+    tma_load_tile<N, D>(v_tile(stage), &v_map, &v_full[stage], tile * N, head);
+  };
+  const int n_tiles = kv_tiles<Cfg>(nk);
+
+  if constexpr (Step::tma) {
+    // One thread makes the barriers; the fence publishes them to the async proxy (the TMA unit
+    // completes transactions on them), the __syncthreads to the other threads.
+    if (tid == 0) {
+      prefetch_tensormap(&q_map);
+      prefetch_tensormap(&k_map);
+      prefetch_tensormap(&v_map);
+      mbarrier_init(&q_full, 1);
+      for (int s = 0; s < kStages; ++s) {
+        mbarrier_init(&k_full[s], 1);
+        mbarrier_init(&v_full[s], 1);
+      }
+      fence_mbarrier_init();
+    }
+    __syncthreads();
+    // Line 4: Q_i (rows past Nq arrive as zeros).
+    if (tid == 0) {
+      mbarrier_arrive_expect_tx(&q_full, Smem::kQBytes);
+      tma_load_tile<M, D>(q_tile, &q_map, &q_full, q0, head);
+      if constexpr (Step::pipelined) {
+        // Fill every stage before computing anything: these copies overlap the wait for Q.
+        for (int t = 0; t < kStages && t < n_tiles; ++t) issue_kv(t, t);
+      }
+    }
+  } else {
+    // Line 4: Q_i by everyone (made visible to wgmma with the first K/V tile's fence and barrier).
+    load_tile_sw128<M, D, Cfg::kThreads>(q_tile, q_head + static_cast<int64_t>(q0) * D, nq - q0, tid);
+  }
+
+  // Line 5: O, l, m on chip. Each thread holds d/2 accumulators of O and two rows' m and l.
+  float o[D / 2];
+#pragma unroll
+  for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
+  float row_max[2] = {-INFINITY, -INFINITY};
+  float row_sum[2] = {0.0f, 0.0f};
+  if constexpr (Step::tma) wait_barrier(&q_full, 0);
+
+  // Line 6: for each K/V tile j.
+  for (int j = 0; j < n_tiles; ++j) {
+    const int stage = Step::pipelined ? j % kStages : 0;
+    // The phase of this stage's barriers that tile j completes: each use of a stage is one phase.
+    const uint32_t parity = Step::pipelined ? (j / kStages) & 1 : j & 1;
+
+    // Line 7: K_j, V_j into shared memory.
+    if constexpr (!Step::tma) {
+      __syncthreads();  // every warpgroup's wgmma have finished reading tile j-1 (wait_group<0>)
+      load_tile_sw128<N, D, Cfg::kThreads>(k_tile(0), k_head + static_cast<int64_t>(j) * N * D, nk - j * N, tid);
+      load_tile_sw128<N, D, Cfg::kThreads>(v_tile(0), v_head + static_cast<int64_t>(j) * N * D, nk - j * N, tid);
+      fence_proxy_async_shared();  // this thread's st.shared -> wgmma's reads (the async proxy)
+      __syncthreads();             // ... for every thread's stores
+    } else if constexpr (!Step::pipelined) {
+      __syncthreads();  // nobody still reads tile j-1 when the copy engine overwrites it
+      if (tid == 0) {
+        mbarrier_arrive_expect_tx(&k_full[0], 2 * Smem::kTileBytes);  // K and V on one barrier
+        tma_load_tile<N, D>(k_tile(0), &k_map, &k_full[0], j * N, head);
+        tma_load_tile<N, D>(v_tile(0), &v_map, &k_full[0], j * N, head);
+      }
+      wait_barrier(&k_full[0], parity);
+    } else {
+      wait_barrier(&k_full[stage], parity);  // V may still be on its way
+    }
+
+    // Line 8: S = Q_i K_j^T.
+    float s[N / 2];
+    compute_scores<Cfg, T>(s, smem_address(q_tile), smem_address(k_tile(stage)), warpgroup);
+
+    // Keys past Nk, and the causal future (steps 1-3: every tile of a causal problem).
+    if (params.causal || (j + 1) * N > nk)
+      apply_mask<N>(s, first_row, j * N, nq, nk, params.causal, thread_in_warpgroup);
+
+    // Line 9 and the rescale of line 10.
+    online_softmax<N, D>(s, o, row_max, row_sum, params.scale_log2);
+
+    // Line 10: O += P V_j, P in registers.
+    uint32_t p[N / 16][4];
+    pack_p<N, T>(p, s);
+    if constexpr (Step::pipelined) wait_barrier(&v_full[stage], parity);
+    accumulate_pv<Cfg, T>(o, p, smem_address(v_tile(stage)));
+
+    if constexpr (Step::pipelined) {
+      // Both warpgroups have finished reading this stage (their wait_group<0> returned): refill
+      // it with tile j + kStages, which then loads while tiles j+1 .. j+kStages-1 compute.
+      __syncthreads();
+      if (tid == 0 && j + kStages < n_tiles) issue_kv(j + kStages, stage);
+    }
+  }
+
+  // Lines 12-15.
+  store_output<D, T>(o, row_max, row_sum, o_head, lse_head, first_row, nq, params.scale,
+                     thread_in_warpgroup);
+  // END SOLUTION
+}
+
+}  // namespace course::lab8::detail
