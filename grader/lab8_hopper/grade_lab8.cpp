@@ -1,0 +1,210 @@
+// Lab 8 grader: the Hopper (sm_90a) FlashAttention forward kernel.
+//
+// Correctness as lab 5 (the shared GPU harness, grader/gpu/: NaN-poisoned outputs and guard
+// zones, a busy default stream, the fp64 reference, the bands of grader/common/tolerances.cpp),
+// for the shipped version and for every step of the staircase, in bf16 and fp16, d = 64 and 128,
+// causal and not, lengths that cross the 128-row and 128-key tiles by one, Nq != Nk with rows
+// that see no key. Every check skips, saying why, without a GPU or on a GPU that is not sm_90.
+// No speed points yet (labs/lab8_hopper/README.md says why).
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+#include "attention_problem.hpp"
+#include "course/errors.hpp"
+#include "course/lab8_hopper.hpp"
+#include "gpu_harness.hpp"
+#include "lab_process.hpp"
+
+using course::DType;
+using course::lab8::Version;
+using gpu_grading::Config;
+
+namespace {
+
+const char* version_name(Version v) {
+  switch (v) {
+    case Version::wgmma: return "wgmma";
+    case Version::tma: return "tma";
+    case Version::pipelined: return "pipelined";
+  }
+  return "?";
+}
+
+// Skips the check unless a CUDA device of compute capability 9.0 is here: wgmma and TMA as this
+// lab uses them exist on sm_90a only (H100, H200), and the lab is compiled for nothing else.
+void require_hopper() {
+  gpu_grading::require_device();
+  static const std::string why = [] {
+    int device = 0, major = 0, minor = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess)
+      return std::string("cannot read the device's compute capability");
+    if (major != 9 || minor != 0)
+      return "this GPU is compute capability " + std::to_string(major) + "." + std::to_string(minor);
+    return std::string();
+  }();
+  if (!why.empty())
+    grading::skip("lab 8 needs a compute capability 9.0 GPU (H100/H200: wgmma and TMA are sm_90a); " + why);
+}
+
+bool check(Config c, Version v = Version::best, std::uint64_t seed = grading::seed()) {
+  c.version = int(v);
+  return gpu_grading::check_config(c, std::string("flash_attention_forward[") + version_name(v) + "]", seed);
+}
+
+// N = 1, 7 (a sliver of a tile), 64 (half a tile), 113, 129 (a 128-row/-key tile and one more),
+// 177, 193 (cross the 176- and 192-key tiles of the later steps by one).
+void small_shapes(DType dtype, Version v = Version::best) {
+  for (int d : {64, 128})
+    for (int n : {1, 7, 64, 113, 129, 177, 193})
+      for (bool causal : {false, true}) {
+        Config c;
+        c.B = 2;
+        c.H = 2;
+        c.Nq = c.Nk = n;
+        c.d = d;
+        c.dtype = dtype;
+        c.causal = causal;
+        check(c, v);
+      }
+}
+
+// Causal with Nq != Nk: the (Nq, Nk) of the CPU labs' list (grading::causal_unequal_lengths:
+// with Nq > Nk the first Nq - Nk rows see no key) and two that cross this kernel's 128-row query
+// tile, so that a tile holds rows with and without keys; at d = 64 and 128, in `dtype`.
+void causal_unequal(DType dtype, Version v = Version::best) {
+  std::vector<std::pair<int, int>> lengths;
+  for (const grading::AttentionProblem& p : grading::causal_unequal_lengths()) lengths.emplace_back(p.Nq, p.Nk);
+  lengths.emplace_back(300, 113);
+  lengths.emplace_back(129, 257);
+  for (auto [nq, nk] : lengths)
+    for (int d : {64, 128}) {
+      Config c;
+      c.B = 1;
+      c.H = 2;
+      c.Nq = nq;
+      c.Nk = nk;
+      c.d = d;
+      c.dtype = dtype;
+      c.causal = true;
+      check(c, v);
+    }
+}
+
+// Bad arguments in the lab process: a Q pointer 2 bytes past a 16-byte boundary.
+void call_with_misaligned_q(const Config& c) {
+  isolation::Packet args;
+  gpu_wire::put_call(args, c.call());
+  isolation::lab().call("bad_arguments_misaligned", args);
+}
+
+const char* kBf16 = "best: bf16 small shapes within band";
+
+}  // namespace
+
+TEST_CASE("best: bf16 small shapes within band" * grading::points(3)) {
+  require_hopper();
+  small_shapes(DType::bf16);
+}
+
+TEST_CASE("best: fp16 small shapes within band" * grading::points(3)) {
+  require_hopper();
+  small_shapes(DType::fp16);
+}
+
+TEST_CASE("best: causal with Nq != Nk, rows with no key" * grading::points(3)) {
+  require_hopper();
+  for (DType dtype : {DType::bf16, DType::fp16}) causal_unequal(dtype);
+}
+
+TEST_CASE("best: large shapes against the GPU fp64 reference" * grading::points(3)) {
+  require_hopper();
+  for (int d : {64, 128})
+    for (bool causal : {false, true}) {
+      Config c;
+      c.B = 2;
+      c.H = 4;
+      c.Nq = c.Nk = 4096;
+      c.d = d;
+      c.dtype = DType::bf16;
+      c.causal = causal;
+      c.dist = reference::Distribution::outliers;
+      check(c);
+    }
+  Config odd;
+  odd.B = 1;
+  odd.H = 4;
+  odd.Nq = odd.Nk = 3001;
+  odd.d = 128;
+  odd.dtype = DType::bf16;
+  odd.causal = true;
+  check(odd);
+}
+
+TEST_CASE("staircase: every version matches the reference" * grading::points(3)) {
+  require_hopper();
+  for (Version v : {Version::wgmma, Version::tma, Version::pipelined}) {
+    small_shapes(DType::bf16, v);
+    causal_unequal(DType::fp16, v);
+    Config c;  // several tiles of both kinds, so that every stage is refilled and wraps its phase
+    c.B = 1;
+    c.H = 2;
+    c.Nq = 1000;
+    c.Nk = 1500;
+    c.d = 128;
+    c.dtype = DType::fp16;
+    c.causal = true;
+    check(c, v);
+  }
+}
+
+TEST_CASE("numerics: large logits, and rows whose scores are all far below zero" * grading::points(2, kBf16)) {
+  require_hopper();
+  // Lab 5's numerics problems (gpu_grading::numerics_configs): scores of +-150 and rows whose
+  // scores all lie near -1000, few keys and partial tiles, causal and not.
+  using reference::Distribution;
+  for (const Config& c : gpu_grading::numerics_configs({DType::bf16, DType::fp16},
+                                                       {Distribution::large_scores, Distribution::negative_rows}))
+    check(c);
+}
+
+TEST_CASE("best: deterministic and right for several seeds (no race)" * grading::points(2)) {
+  require_hopper();
+  // Many K/V tiles per CTA (stages refilled while the other warpgroup may still read them, if
+  // the protocol is wrong), both head dimensions.
+  const std::uint64_t s = grading::seed() * 1000;
+  for (int d : {64, 128}) {
+    Config c;
+    c.B = 2;
+    c.H = 4;
+    c.Nq = c.Nk = 1500;
+    c.d = d;
+    c.dtype = DType::bf16;
+    c.causal = true;
+    gpu_grading::check_deterministic(c, "flash_attention_forward[best]", {s, s + 1, s + 2});
+  }
+}
+
+TEST_CASE("bad input gets a clear error" * grading::points(1, kBf16)) {
+  require_hopper();
+  auto shape = [](int H, int d, DType dtype) {
+    Config c;
+    c.H = H;
+    c.Nq = c.Nk = 16;
+    c.d = d;
+    c.dtype = dtype;
+    return c;
+  };
+  // d = 32 is not supported; Q null; H = 0; fp32 (wgmma takes 16-bit inputs here); a Q pointer
+  // that is not 16-byte aligned (TMA's rule for a global address).
+  CHECK_THROWS_AS(gpu_grading::call_with_bad_arguments(shape(1, 32, DType::bf16), false), course::BadInput);
+  CHECK_THROWS_AS(gpu_grading::call_with_bad_arguments(shape(1, 64, DType::bf16), true), course::BadInput);
+  CHECK_THROWS_AS(gpu_grading::call_with_bad_arguments(shape(0, 64, DType::fp16), false), course::BadInput);
+  CHECK_THROWS_AS(gpu_grading::call_with_bad_arguments(shape(1, 64, DType::fp32), false), course::BadInput);
+  CHECK_THROWS_AS(call_with_misaligned_q(shape(1, 64, DType::bf16)), course::BadInput);
+}

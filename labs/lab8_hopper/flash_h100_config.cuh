@@ -1,0 +1,115 @@
+// Lab 8 (beyond): what one instantiation of the Hopper kernel is -- the steps of the staircase
+// (one traits type per Version), the tile shape of a CTA, its shared memory, and the kernel's
+// parameters.
+#pragma once
+
+#include <cstdint>
+
+#include "course/lab8_hopper.hpp"
+
+namespace course::lab8::detail {
+
+// ------------------------------------------------------------------------------------------
+// The staircase: one traits type per step (DESIGN.md section 3)
+// ------------------------------------------------------------------------------------------
+
+// Each step derives from the one before it and switches on exactly one idea; the kernel reads
+// the flags with `if constexpr`, as in lab 5.
+struct V1_Wgmma {
+  static constexpr Version kVersion = Version::wgmma;
+  // S = Q K^T and O += P V on wgmma, with Q, K, V in 128-byte-swizzled shared memory that all
+  // threads fill with 16-byte loads (then fence.proxy.async: wgmma reads through the async proxy)
+  static constexpr bool tma = false;        // tiles copied by TMA, completion on an mbarrier
+  static constexpr bool pipelined = false;  // several K/V stages, loads issued ahead
+};
+// One thread issues a TMA copy per 64-column block of a tile; everybody waits on the barrier.
+struct V2_Tma : V1_Wgmma {
+  static constexpr Version kVersion = Version::tma;
+  static constexpr bool tma = true;
+};
+// kStages K/V stages with separate K and V barriers: tile j + kStages loads while tile j computes,
+// and S = Q K^T may start before V has landed.
+struct V3_Pipelined : V2_Tma {
+  static constexpr Version kVersion = Version::pipelined;
+  static constexpr bool pipelined = true;
+};
+
+template <Version kVersion>
+struct StepOf;
+template <>
+struct StepOf<Version::wgmma> {
+  using type = V1_Wgmma;
+};
+template <>
+struct StepOf<Version::tma> {
+  using type = V2_Tma;
+};
+template <>
+struct StepOf<Version::pipelined> {
+  using type = V3_Pipelined;
+};
+
+// ------------------------------------------------------------------------------------------
+// The tile shape of one CTA
+// ------------------------------------------------------------------------------------------
+
+// kBlockM query rows per CTA, kBlockN keys per K/V tile, kStages K/V stages once the loads are
+// pipelined. A warpgroup (4 warps, 128 threads) owns 64 query rows -- the M of one wgmma -- so
+// the CTA has kBlockM / 64 warpgroups. Every warp owns 16 whole rows of the accumulators, so a
+// row's max and sum need only the 4 lanes of a quad (mma_sm90.cuh section 3), as in lab 5.
+template <int kHeadDim_, int kBlockM_, int kBlockN_, int kStages_>
+struct TileConfig {
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kBlockM = kBlockM_;
+  static constexpr int kBlockN = kBlockN_;
+  static constexpr int kStages = kStages_;
+  static constexpr int kWarpgroups = kBlockM / 64;
+  static constexpr int kThreads = 128 * kWarpgroups;
+  static_assert(kBlockM % 64 == 0, "a warpgroup owns 64 query rows (wgmma's M)");
+  static_assert(kHeadDim == 64 || kHeadDim == 128, "wgmma N = d for O += P V: 64 or 128");
+  static_assert(kBlockN % 16 == 0 && kBlockN <= 256, "wgmma N = kBlockN for S, a multiple of 16");
+  static_assert(kBlockM <= 256 && kBlockN <= 256, "a TMA box has at most 256 rows");
+};
+
+// The K/V stages a step uses: one until the loads are pipelined.
+template <class Cfg, class Step>
+constexpr int kStagesOf = Step::pipelined ? Cfg::kStages : 1;
+
+// ------------------------------------------------------------------------------------------
+// Shared memory: Q, then the K stages, then the V stages, each tile 1024-byte aligned
+// ------------------------------------------------------------------------------------------
+
+// Every tile is stored as d/64 column blocks of [rows][64] 16-bit elements in the 128-byte
+// swizzle (mma_sm90.cuh section 1). The hardware swizzles on address bits, so each tile must
+// start on a multiple of 1024 bytes; the sizes below are all multiples of 1024, and the kernel
+// rounds the start of dynamic shared memory up to 1024 (hence the extra 1024 bytes).
+template <class Cfg, class Step>
+struct SmemLayout {
+  static constexpr int kQBytes = Cfg::kBlockM * Cfg::kHeadDim * 2;
+  static constexpr int kTileBytes = Cfg::kBlockN * Cfg::kHeadDim * 2;  // one K or V tile
+  static constexpr int kStages = kStagesOf<Cfg, Step>;
+  static constexpr int kKOffset = kQBytes;
+  static constexpr int kVOffset = kKOffset + kStages * kTileBytes;
+  static constexpr int kBytes = kVOffset + kStages * kTileBytes + 1024;
+  static_assert(kQBytes % 1024 == 0 && kTileBytes % 1024 == 0, "tiles on 1024-byte boundaries");
+  static_assert(kBytes <= 227 * 1024, "an H100/H200 CTA has at most 227 KB of shared memory");
+};
+
+// ------------------------------------------------------------------------------------------
+// The kernel's parameters (the tensor maps travel as separate __grid_constant__ arguments)
+// ------------------------------------------------------------------------------------------
+
+struct KernelParams {
+  const void* q;  // [B*H, Nq, d] (read directly by step 1; steps 2-3 read through the maps)
+  const void* k;  // [B*H, Nk, d]
+  const void* v;  // [B*H, Nk, d]
+  void* o;        // [B*H, Nq, d]
+  float* lse;     // [B*H, Nq]
+  int nq;
+  int nk;
+  bool causal;
+  float scale;       // softmax scale (1/sqrt(d) by default)
+  float scale_log2;  // scale * log2(e): exp(scale*(s-m)) == exp2(s*scale_log2 - m*scale_log2)
+};
+
+}  // namespace course::lab8::detail

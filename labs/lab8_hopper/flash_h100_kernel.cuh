@@ -1,0 +1,180 @@
+// Lab 8 (beyond): a Hopper FlashAttention forward kernel, as a staircase of versions.
+//
+// One kernel template, `flash_h100_forward_kernel<Cfg, Step, T>`, built from small device
+// functions. Cfg is the tile shape (TileConfig), Step the traits type of one step of the
+// staircase (flash_h100_config.cuh: V1_Wgmma, V2_Tma, V3_Pipelined), whose flags switch each
+// idea on with `if constexpr`; T the 16-bit element type. The pieces it uses live in
+//   flash_h100_config.cuh   the steps, TileConfig, the shared-memory layout, KernelParams
+//   flash_h100_load.cuh     16-byte loads into the swizzle, TMA tile copies, the barrier wait
+//   flash_h100_softmax.cuh  quad reductions and the online softmax
+//   course/mma_sm90.cuh     the PTX toolkit: wgmma, descriptors, swizzle, mbarrier, TMA
+// and flash_h100.cu launches it.
+//
+// The algorithm is FlashAttention-2's forward pass (Dao, 2023, Algorithm 1); comments name the
+// line of that algorithm each block implements (the FA1 paper's Algorithm 1 has the same
+// structure with the loops swapped: its lines 8-13 are the body of our K/V loop). What changes
+// from lab 5 is who does the matrix products and who moves the data:
+//   - a warpgroup (4 warps) issues one wgmma per 16-wide k-step for its 64 query rows, reading
+//     Q and K straight from shared memory through descriptors (no ldmatrix, no fragments);
+//   - P stays in registers (lab 5's step 5) and is the A operand of O += P V (wgmma's RS form);
+//   - from step 2 on, one thread asks the TMA engine for whole tiles; everybody waits on an
+//     mbarrier whose phase completes when the bytes have landed.
+#pragma once
+
+#include <cstdint>
+
+#include "flash_h100_config.cuh"
+#include "flash_h100_load.cuh"
+#include "flash_h100_softmax.cuh"
+
+namespace course::lab8::detail {
+
+// ------------------------------------------------------------------------------------------
+// The two matrix products (FA2 Algorithm 1, lines 8 and 10), per warpgroup
+// ------------------------------------------------------------------------------------------
+
+// Byte offset of k-step kk (columns 16kk .. 16kk+15) in a K-major swizzled tile of kRows rows:
+// the k-steps 0-3 of a 64-column block are 32 bytes apart inside each 128-byte row (the
+// hardware applies the swizzle to the advanced address: micro-test 1), and every 4 k-steps the
+// next column block begins, kRows * 128 bytes further.
+template <int kRows>
+__device__ __forceinline__ uint32_t k_major_step_offset(int kk) {
+  return (kk / 4) * (kRows * 128) + (kk % 4) * 32;
+}
+
+// Line 8: S = Q_i K_j^T for this warpgroup's 64 rows and the tile's kBlockN keys: d/16 wgmma
+// (m64 n=kBlockN k16), both operands K-major in shared memory. The warpgroup's 64 rows of Q
+// start 64 * 128 bytes into each column block of the Q tile. wgmma only starts the product:
+// wait_group<0> is what makes s readable, and fence_operand keeps the compiler from moving
+// reads of s above it.
+template <class Cfg, class T>
+__device__ __forceinline__ void compute_scores(float (&s)[Cfg::kBlockN / 2], uint32_t q_tile,
+                                               uint32_t k_tile, int warpgroup) {
+  // TODO: compute_scores (see the lab README)
+  // zero s (wgmma names it read-write), wgmma_fence, then for kk < d/16 one wgmma_ss<kBlockN, T>
+  // with desc_k_major_sw128(tile + k_major_step_offset<rows>(kk)) for Q (+ 64 * 128 * warpgroup)
+  // and K, accumulating from kk = 1 on; commit, wait_group<0>, fence_operand(s)
+}
+
+// P as the A operand of O += P V, in registers (DESIGN.md section 4): the A fragment of k-step
+// kk (keys 16kk .. 16kk+15) is exactly S's accumulators 8kk .. 8kk+7, packed in pairs in that
+// order -- the same thread holds them, so P is converted, never moved. Low half = lower column.
+template <class T>
+__device__ __forceinline__ uint32_t pack_pair(float lo, float hi) {
+  T l, h;
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    l = __float2bfloat16_rn(lo);
+    h = __float2bfloat16_rn(hi);
+  } else {
+    l = __float2half_rn(lo);
+    h = __float2half_rn(hi);
+  }
+  return uint32_t(*reinterpret_cast<uint16_t*>(&l)) | (uint32_t(*reinterpret_cast<uint16_t*>(&h)) << 16);
+}
+
+template <int kBlockN, class T>
+__device__ __forceinline__ void pack_p(uint32_t (&p)[kBlockN / 16][4], const float (&s)[kBlockN / 2]) {
+  // TODO: pack_p (see the lab README)
+  // p[kk][i] = pack_pair<T>(s[8kk + 2i], s[8kk + 2i + 1]) for i < 4
+}
+
+// Line 10, P V half: O += P V_j, kBlockN/16 wgmma (m64 n=d k16) with P from registers and V
+// from shared memory. V's tile is [keys][d]: for this product keys are K and d is N, so V is
+// MN-major (trans-b = 1): LBO = the distance between its 64-column blocks (kBlockN * 128 bytes;
+// used at d = 128 only), SBO = 1024 (8 keys), and k-step kk starts 16 keys = 2048 bytes further.
+// The wgmma_fence is required here: o was just rescaled and p packed by ordinary instructions.
+template <class Cfg, class T>
+__device__ __forceinline__ void accumulate_pv(float (&o)[Cfg::kHeadDim / 2],
+                                              const uint32_t (&p)[Cfg::kBlockN / 16][4],
+                                              uint32_t v_tile) {
+  // TODO: accumulate_pv (see the lab README)
+  // fence_operand(o), wgmma_fence, kBlockN/16 x wgmma_rs<d, T, /*trans_b=*/1>(o, p[kk],
+  // desc_mn_major_sw128(v_tile + 2048 * kk, kBlockN * 128), true); commit, wait_group<0>,
+  // fence_operand(o)
+}
+
+// Set S to -inf where the key does not exist (past Nk; TMA filled those K rows with zeros, which
+// would otherwise score 0) or is in the causal future (key > query + Nk - Nq, bottom-right
+// aligned). Element i of this thread is row first_row + acc_row(t, i), key first_key + acc_col(t, i).
+template <int kBlockN>
+__device__ __forceinline__ void apply_mask(float (&s)[kBlockN / 2], int first_row, int first_key,
+                                           int nq, int nk, bool causal, int thread_in_warpgroup) {
+  // TODO: apply_mask (see the lab README)
+  // for every i: row and key from acc_row / acc_col; -inf if key >= nk or (causal and
+  // key > row + nk - nq)
+}
+
+// Lines 12-15: O_i = O / l, L_i = m*scale + log(l); a row that saw no key (l = 0) gets O = 0
+// and LSE = -inf. Rows past Nq (the zero-filled end of the last query tile) are not written.
+// Each thread stores pairs of columns (4-byte stores: a quad covers 16 contiguous bytes).
+template <int kHeadDim, class T>
+__device__ __forceinline__ void store_output(const float (&o)[kHeadDim / 2], const float (&row_max)[2],
+                                             const float (&row_sum)[2], T* o_head, float* lse_head,
+                                             int first_row, int nq, float scale,
+                                             int thread_in_warpgroup) {
+  // TODO: store_output (see the lab README)
+  // l = quad_sum(row_sum[r]) (each lane summed only its own columns); row r of this thread is
+  // first_row + acc_row(t, 2r); skip rows >= nq; o[4j + 2r + c] is column 8j + 2(t % 4) + c;
+  // lane t % 4 == 0 writes the LSE
+}
+
+// ------------------------------------------------------------------------------------------
+// The kernel: one CTA per (query tile, batch*head) -- FA2 Algorithm 1, line 3's loop in parallel
+// ------------------------------------------------------------------------------------------
+
+// Steps 1-3 visit every K/V tile, also the ones a causal query tile cannot see (they are masked
+// to -inf entirely): correct first; skipping them is step 7 (DESIGN.md section 3).
+template <class Cfg>
+__device__ __forceinline__ int kv_tiles(int nk) {
+  return (nk + Cfg::kBlockN - 1) / Cfg::kBlockN;
+}
+
+template <class Cfg, class Step, class T>
+__global__ void __launch_bounds__(Cfg::kThreads, 1)
+    flash_h100_forward_kernel(const __grid_constant__ CUtensorMap q_map,
+                              const __grid_constant__ CUtensorMap k_map,
+                              const __grid_constant__ CUtensorMap v_map, const KernelParams params) {
+  using Smem = SmemLayout<Cfg, Step>;
+  constexpr int kStages = Smem::kStages;
+  constexpr int M = Cfg::kBlockM, N = Cfg::kBlockN, D = Cfg::kHeadDim;
+
+  // Dynamic shared memory, rounded up to 1024 bytes (the swizzle repeats every 1024 bytes and is
+  // computed from address bits). The barriers are static shared memory: 8-byte aligned.
+  extern __shared__ unsigned char smem_raw[];
+  unsigned char* smem = reinterpret_cast<unsigned char*>(
+      (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  unsigned char* q_tile = smem;
+  unsigned char* k_tiles = smem + Smem::kKOffset;  // kStages tiles
+  unsigned char* v_tiles = smem + Smem::kVOffset;  // kStages tiles
+  __shared__ __align__(8) uint64_t q_full;
+  __shared__ __align__(8) uint64_t k_full[kStages];  // step 2: K and V of a tile on k_full[0]
+  __shared__ __align__(8) uint64_t v_full[kStages];
+
+  const int head = blockIdx.y;  // b * H + h
+  const int q0 = blockIdx.x * M;
+  const int nq = params.nq, nk = params.nk;
+  const T* q_head = static_cast<const T*>(params.q) + static_cast<int64_t>(head) * nq * D;
+  const T* k_head = static_cast<const T*>(params.k) + static_cast<int64_t>(head) * nk * D;
+  const T* v_head = static_cast<const T*>(params.v) + static_cast<int64_t>(head) * nk * D;
+  T* o_head = static_cast<T*>(params.o) + static_cast<int64_t>(head) * nq * D;
+  float* lse_head = params.lse + static_cast<int64_t>(head) * nq;
+
+  const int tid = threadIdx.x;
+  const int warpgroup = tid / 128, thread_in_warpgroup = tid % 128;
+  const int first_row = q0 + 64 * warpgroup;  // this warpgroup's first query row
+
+  // TODO: flash_h100_forward_kernel (see the lab README)
+  // step 2+: thread 0 initialises the barriers (count 1 each), fence_mbarrier_init, __syncthreads
+  // line 4: Q_i into shared memory (step 1: load_tile_sw128 by everyone; step 2+: thread 0
+  // arrive_expect_tx(q_full, bytes) + tma_load_tile, everyone waits on parity 0)
+  // step 3: thread 0 issues the first kStages K/V tiles (K on k_full[s], V on v_full[s])
+  // line 5: o = 0, row_max = -inf, row_sum = 0 (registers)
+  // lines 6-7 per tile j: step 1: __syncthreads, load K_j and V_j, fence_proxy_async_shared,
+  // __syncthreads; step 2: __syncthreads, thread 0 loads K_j and V_j on one barrier, wait on
+  // parity j & 1; step 3: stage j % kStages, parity (j / kStages) & 1, K and V waited separately
+  // lines 8-10: compute_scores, apply_mask (causal: every tile; else only a tile crossing Nk),
+  // online_softmax, pack_p, accumulate_pv; step 3: __syncthreads, then thread 0 refills the stage
+  // lines 12-15: store_output
+}
+
+}  // namespace course::lab8::detail

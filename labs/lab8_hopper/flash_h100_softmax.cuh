@@ -1,0 +1,46 @@
+// Lab 8 (beyond): the online softmax of one K/V tile (FA2 Algorithm 1, line 9 and the rescale
+// half of line 10) on wgmma accumulator fragments. It is lab 5's online softmax (steps 1-6: the
+// exp2-FMA form, no lazy rescale) on a different array shape: a wgmma accumulator of N columns
+// is float[N/2] per thread, and element 4j + 2r + c is row g + 8r, column 8j + 2q + c
+// (mma_sm90.cuh section 3; q = lane % 4). Each thread holds two rows (r = 0, 1); the 4 lanes of
+// a quad hold a whole row, so a row reduction is the thread's own values plus two shuffles.
+#pragma once
+
+#include <cmath>
+
+namespace course::lab8::detail {
+
+// Max (or sum) over the 4 lanes of a quad, which together hold one row of an accumulator.
+__device__ __forceinline__ float quad_max(float x) {
+  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+__device__ __forceinline__ float quad_sum(float x) {
+  x += __shfl_xor_sync(0xffffffffu, x, 1);
+  return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
+// 2^x in one MUFU.EX2 (ex2.approx.ftz: relative error ~2^-22, far below bf16/fp16 rounding of P).
+__device__ __forceinline__ float exp2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// Line 9 and the rescale of line 10, on the kBlockN scores s of this thread's two rows:
+//   m_new = max(m_old, rowmax(S));   P = 2^(S*c - m_new*c) with c = scale*log2(e)
+//   alpha = 2^(m_old*c - m_new*c);   l = alpha*l + rowsum(P);   O = alpha*O
+// S is overwritten by P. m is kept in raw score units; row_sum is this lane's part of l (the quad
+// adds the parts once, in store_output). A row that has seen only -inf keeps m = -inf: we
+// subtract 0 instead, so P = 2^-inf = 0 and no NaN comes from -inf - -inf.
+template <int kBlockN, int kHeadDim>
+__device__ __forceinline__ void online_softmax(float (&s)[kBlockN / 2], float (&o)[kHeadDim / 2],
+                                               float (&row_max)[2], float (&row_sum)[2],
+                                               float scale_log2) {
+  // TODO: online_softmax (see the lab README)
+  // row r (0 or 1) is s[4j + 2r] and s[4j + 2r + 1] for j < kBlockN/8: reduce its max over the
+  // quad, guard the fully masked row (subtract 0 when m_new = -inf), exponentiate with one FFMA
+  // and exp2_approx, rescale row_sum and o (o[4j + 2r + c] belongs to row r) by alpha
+}
+
+}  // namespace course::lab8::detail
