@@ -1,16 +1,18 @@
 // bench_attention: time, TFLOP/s, memory and a correctness figure of the course's attention
 // kernels against standard attention, over the grid of the FlashAttention paper's Figure 3.
 //
-//   bench_attention --out results.csv [--quick] [--impls lab4,standard,lab5]
-//                   [--dtypes bf16,fp32] [--budget-s 120] [--max-reps 20] [--seed 1]
+//   bench_attention --out results.csv [--quick] [--impls lab4,standard,lab5,lab8]
+//                   [--dtypes bf16,fp32] [--ns 1024,4096] [--budget-s 120] [--max-reps 20]
+//                   [--seed 1]
 //
-// Configurations: d in {64, 128}, causal in {false, true}, N in {512, ..., 16384};
+// Configurations: d in {64, 128}, causal in {false, true}, N in {512, ..., 16384} (or --ns);
 // B * N = 16384 tokens and H * d = 2048 (H = 32 at d = 64, 16 at d = 128), B = 16384 / N.
 // Implementations (those built):
 //   lab4              course::lab4::flash_attention_forward (CUDA cores, FA1), bf16 and fp32
 //   lab5:<version>    course::lab5::flash_attention_forward, every Version, bf16
+//   lab8:<version>    course::lab8::flash_attention_forward (Hopper, sm_90a), every Version, bf16
 //   standard          course::reference::gpu::StandardAttention (cuBLAS, materialises S), bf16 and fp32
-//   ("lab5" in --impls means every lab 5 version.)
+//   ("lab5" in --impls means every lab 5 version, "lab8" every lab 8 version.)
 //
 // Method (see bench/README.md):
 //   * inputs: random normal (std 1), never zeros; two input sets, rotated between timed calls.
@@ -57,6 +59,9 @@
 #if COURSE_HAVE_LAB5
 #include "course/lab5_tensor_core.hpp"
 #endif
+#if COURSE_HAVE_LAB8
+#include "course/lab8_hopper.hpp"
+#endif
 
 namespace {
 
@@ -73,12 +78,12 @@ constexpr int kRefRows = 1024;      // rows of head (0, 0) checked against fp64
 
 // ---------------------------------------------------------------- options and rows
 
-enum class Kind { lab4, lab5, standard };
+enum class Kind { lab4, lab5, lab8, standard };
 
 struct Impl {
   std::string name;
   Kind kind;
-  int version = 0;  // lab 5 Version, as an int
+  int version = 0;  // lab 5 or lab 8 Version, as an int
 };
 
 #if COURSE_HAVE_LAB5
@@ -91,12 +96,19 @@ const char* const kLab5Names[] = {"mma_only", "ldmatrix", "swizzle", "pipelined"
                                   "register_p", "exp2_fma", "lazy_rescale"};
 static_assert(std::size(kLab5Names) == std::size(kLab5Versions), "one name per version");
 #endif
+#if COURSE_HAVE_LAB8
+const course::lab8::Version kLab8Versions[] = {course::lab8::Version::wgmma, course::lab8::Version::tma,
+                                               course::lab8::Version::pipelined};
+const char* const kLab8Names[] = {"wgmma", "tma", "pipelined"};
+static_assert(std::size(kLab8Names) == std::size(kLab8Versions), "one name per version");
+#endif
 
 struct Options {
   std::string out;
   bool quick = false;
   std::vector<std::string> impls;  // empty: all
   std::vector<std::string> dtypes = {"bf16", "fp32"};
+  std::vector<int> ns;  // empty: the default grid (or --quick's)
   double budget_s = 1e9;
   int max_reps = 20;
   uint64_t seed = 1;
@@ -121,6 +133,7 @@ bool wanted(const Options& o, const std::string& name) {
   for (const std::string& w : o.impls) {
     if (w == name) return true;
     if (w == "lab5" && name.rfind("lab5:", 0) == 0) return true;
+    if (w == "lab8" && name.rfind("lab8:", 0) == 0) return true;
   }
   return false;
 }
@@ -356,18 +369,33 @@ struct Bench {
 #else
         break;
 #endif
+      case Kind::lab8:
+#if COURSE_HAVE_LAB8
+        return [this, O, L, causal, t, shape, impl](int s) {
+          course::lab8::ForwardOptions fo;
+          fo.causal = causal;
+          fo.stream = stream;
+          fo.version = kLab8Versions[impl.version];
+          course::lab8::flash_attention_forward(q[s]->get(), k[s]->get(), v[s]->get(), O, L,
+                                                DType::bf16, shape, fo);
+          return true;
+        };
+#else
+        break;
+#endif
     }
     throw std::runtime_error("implementation not built: " + impl.name);
   }
 
   void run(const std::vector<Impl>& impls) {
-    const std::vector<int> ns = opt.quick ? std::vector<int>{512, 2048}
-                                          : std::vector<int>{512, 1024, 2048, 4096, 8192, 16384};
+    const std::vector<int> ns = !opt.ns.empty() ? opt.ns
+                                : opt.quick ? std::vector<int>{512, 2048}
+                                            : std::vector<int>{512, 1024, 2048, 4096, 8192, 16384};
     for (const std::string& dname : opt.dtypes) {
       const DType t = dname == "fp32" ? DType::fp32 : DType::bf16;
       std::vector<const Impl*> todo;
       for (const Impl& im : impls)
-        if (t == DType::bf16 || im.kind != Kind::lab5) todo.push_back(&im);
+        if (t == DType::bf16 || (im.kind != Kind::lab5 && im.kind != Kind::lab8)) todo.push_back(&im);
       if (todo.empty()) continue;
       bool inputs_ok = false;
       std::string input_error;
@@ -431,8 +459,10 @@ struct Bench {
 void usage() {
   std::printf(
       "usage: bench_attention --out FILE.csv [--quick] [--impls a,b,...] [--dtypes bf16,fp32]\n"
-      "                       [--budget-s SECONDS] [--max-reps N] [--seed S] [--list]\n"
-      "  impls: lab4, standard, lab5 (every version) or lab5:<version>\n");
+      "                       [--ns N1,N2,...] [--budget-s SECONDS] [--max-reps N] [--seed S] [--list]\n"
+      "  impls: lab4, standard, lab5 (every version), lab5:<version>, lab8 (every version) or\n"
+      "         lab8:<version>\n"
+      "  ns: sequence lengths dividing 16384 (B = 16384 / N)\n");
 }
 
 }  // namespace
@@ -453,6 +483,16 @@ int main(int argc, char** argv) {
     else if (a == "--quick") opt.quick = true;
     else if (a == "--impls") opt.impls = split(next());
     else if (a == "--dtypes") opt.dtypes = split(next());
+    else if (a == "--ns") {
+      for (const std::string& n : split(next())) {
+        const int v = std::atoi(n.c_str());
+        if (v < 1 || 16384 % v != 0) {
+          std::fprintf(stderr, "bench_attention: --ns %s: each N must divide 16384\n", n.c_str());
+          return 2;
+        }
+        opt.ns.push_back(v);
+      }
+    }
     else if (a == "--budget-s") opt.budget_s = std::atof(next().c_str());
     else if (a == "--max-reps") opt.max_reps = std::max(3, std::min(64, std::atoi(next().c_str())));
     else if (a == "--seed") opt.seed = std::strtoull(next().c_str(), nullptr, 10);
@@ -466,6 +506,9 @@ int main(int argc, char** argv) {
 #if COURSE_HAVE_LAB5
   for (int v = 0; v < int(std::size(kLab5Versions)); ++v) all.push_back({std::string("lab5:") + kLab5Names[v], Kind::lab5, v});
 #endif
+#if COURSE_HAVE_LAB8
+  for (int v = 0; v < int(std::size(kLab8Versions)); ++v) all.push_back({std::string("lab8:") + kLab8Names[v], Kind::lab8, v});
+#endif
   all.push_back({"standard", Kind::standard});
   if (list) {
     for (const Impl& im : all) std::printf("%s\n", im.name.c_str());
@@ -475,7 +518,7 @@ int main(int argc, char** argv) {
   for (const Impl& im : all)
     if (wanted(opt, im.name)) impls.push_back(im);
   for (const std::string& w : opt.impls) {
-    bool known = w == "lab5";
+    bool known = w == "lab5" || w == "lab8";
     for (const Impl& im : all) known = known || im.name == w;
     if (!known) std::fprintf(stderr, "bench_attention: '%s' is not built here; skipped\n", w.c_str());
   }

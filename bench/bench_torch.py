@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch's scaled_dot_product_attention backends on the grid of bench_attention.
 
-    python3 bench/bench_torch.py --out torch.csv [--quick] [--budget-s 90] [--max-reps 20]
+    python3 bench/bench_torch.py --out torch.csv [--quick] [--ns 1024,4096] [--budget-s 90] [--max-reps 20]
 
 Same configurations and CSV columns as bench_attention (see bench/README.md): d in {64, 128},
 causal in {False, True}, N in {512, ..., 16384}, B * N = 16384 tokens, H * d = 2048, layout
@@ -45,6 +45,7 @@ def main():
     ap.add_argument("--max-reps", type=int, default=20)
     ap.add_argument("--backends", default="math,flash,cudnn,efficient")
     ap.add_argument("--dtypes", default="bf16,fp32")
+    ap.add_argument("--ns", default="", help="sequence lengths, e.g. 1024,4096 (default: the grid)")
     args = ap.parse_args()
     start = time.monotonic()
 
@@ -73,6 +74,11 @@ def main():
     wanted = [b for b in args.backends.split(",") if b in backends]
     fp32_ok = {"math", "efficient"}  # flash and cuDNN attention take fp16/bf16 only
     ns = [512, 2048] if args.quick else [512, 1024, 2048, 4096, 8192, 16384]
+    if args.ns:
+        ns = [int(x) for x in args.ns.split(",") if x]
+        if any(n < 1 or TOKENS % n for n in ns):
+            print(f"bench_torch: --ns {args.ns}: each N must divide {TOKENS}")
+            return 2
     max_reps = max(3, min(64, args.max_reps))
 
     def emit(row):
