@@ -21,6 +21,14 @@ from collections import defaultdict
 NS = [512, 1024, 2048, 4096, 8192, 16384]
 LAB5_VERSIONS = ["mma_only", "ldmatrix", "swizzle", "pipelined", "register_p", "exp2_fma", "lazy_rescale"]
 LAB5_BEST = "lab5:lazy_rescale"  # course::lab5::Version::best
+LAB8_VERSIONS = ["wgmma", "tma", "pipelined"]  # course::lab8::Version, the staircase's order
+LAB8_BEST = "lab8:pipelined"  # course::lab8::Version::best
+# The staircases: (lab, title, the bars from left to right). Each starts from what the lab
+# builds on: lab 5's from lab 4 (CUDA cores), lab 8's from lab 5's shipped kernel.
+STAIRCASES = [
+    ("lab5", "Lab 5 staircase (mma.sync)", ["lab4"] + [f"lab5:{v}" for v in LAB5_VERSIONS]),
+    ("lab8", "Lab 8 staircase (Hopper: wgmma, TMA)", [LAB5_BEST] + [f"lab8:{v}" for v in LAB8_VERSIONS]),
+]
 TORCH = ["torch:math", "torch:efficient", "torch:flash", "torch:cudnn"]
 GOOD = ("ok", "wrong", "nonfinite")  # rows that have a time
 
@@ -73,6 +81,9 @@ def impl_order(name):
     if name.startswith("lab5:"):
         v = name[5:]
         return (1, LAB5_VERSIONS.index(v) if v in LAB5_VERSIONS else 99, name)
+    if name.startswith("lab8:"):
+        v = name[5:]
+        return (1.5, LAB8_VERSIONS.index(v) if v in LAB8_VERSIONS else 99, name)
     if name == "standard":
         return (2, 0, name)
     if name in TORCH:
@@ -160,6 +171,9 @@ def summary_lines(t):
     specs.append((f"{best} / torch:flash, bf16, N >= 2048", best, "torch:flash", "bf16", [64, 128], mid))
     specs.append((f"{best} / torch:cudnn, bf16, N >= 2048", best, "torch:cudnn", "bf16", [64, 128], mid))
     specs.append((f"{best} / standard, bf16, N >= 2048", best, "standard", "bf16", [64, 128], mid))
+    if t.impls("bf16").count(LAB8_BEST):
+        for den in (LAB5_BEST, "torch:flash", "torch:cudnn"):
+            specs.append((f"{LAB8_BEST} / {den}, bf16, N >= 2048", LAB8_BEST, den, "bf16", [64, 128], mid))
     for title, num, den, dtype, ds, ns in specs:
         if not ns:
             continue
@@ -176,28 +190,31 @@ def summary_lines(t):
             lines.append(f"| {d} | {'yes' if c else 'no'} | " + " | ".join(fmt_ratio(v) for v in vals)
                          + f" | {fmt_ratio(geomean(vals))} |")
         lines.append("")
-    # Staircase at N = 4096.
+    # The staircases at N = 4096.
     n = 4096 if 4096 in t.ns() else (max(t.ns()) if t.ns() else None)
-    steps = ["lab4"] + [f"lab5:{v}" for v in LAB5_VERSIONS] + ["torch:flash", "torch:cudnn"]
-    if n is not None and any(t.get(s, "bf16", 64, 0, n) for s in steps[1:1 + len(LAB5_VERSIONS)]):
-        lines.append(f"**Lab 5 staircase**, bf16, N = {n}: TFLOP/s (gain over the previous step)")
+    for lab, title, bars in STAIRCASES:
+        own = [b for b in bars if b.startswith(lab + ":")]
+        if n is None or not any(t.get(b, "bf16", d, 0, n) for b in own for d in (64, 128)):
+            continue
+        steps = bars + ["torch:flash", "torch:cudnn"]
+        lines.append(f"**{title}**, bf16, N = {n}: TFLOP/s (gain over the previous step)")
         lines.append("")
         cols = [(d, c) for d in (64, 128) for c in (0, 1)]
         lines.append("| version | " + " | ".join(f"d={d}{' causal' if c else ''}" for d, c in cols) + " |")
         lines.append("|---|" + "---|" * len(cols))
         prev = {col: None for col in cols}
-        for s in steps:
+        for step in steps:
             cells = []
             for col in cols:
-                v = t.tflops(s, "bf16", col[0], col[1], n)
+                v = t.tflops(step, "bf16", col[0], col[1], n)
                 if v is None:
-                    cells.append(cell(t, s, "bf16", col[0], col[1], n) or "")
+                    cells.append(cell(t, step, "bf16", col[0], col[1], n) or "")
                     continue
                 p = prev[col]
-                cells.append(f"{v:.1f}" + (f" ({v / p:.2f}x)" if p and s.startswith("lab5:") else ""))
-                if s.startswith("lab") :
+                cells.append(f"{v:.1f}" + (f" ({v / p:.2f}x)" if p and step in own else ""))
+                if step in bars:
                     prev[col] = v
-            lines.append(f"| {s} | " + " | ".join(cells) + " |")
+            lines.append(f"| {step} | " + " | ".join(cells) + " |")
         lines.append("")
     return lines
 
@@ -213,6 +230,7 @@ STYLE = {
     "torch:cudnn": dict(color="#17becf", marker="P", lw=1.4, ls="--"),
 }
 LAB5_COLORS = ["#fee6ce", "#fdd0a2", "#fdae6b", "#fd8d3c", "#f16913", "#d94801", "#8c2d04"]
+LAB8_COLORS = ["#bcbddc", "#807dba", "#54278f"]  # light to dark: wgmma, tma, pipelined
 
 
 def style(impl):
@@ -222,7 +240,13 @@ def style(impl):
         i = LAB5_VERSIONS.index(v) if v in LAB5_VERSIONS else last
         return dict(color=LAB5_COLORS[i], marker="o", lw=2.2 if i == last else 1.3,
                     ms=5 if i == last else 3.5)
-    return dict(STYLE.get(impl, dict(color="black", marker="x", lw=1)))
+    if impl.startswith("lab8:"):
+        v = impl[5:]
+        last = len(LAB8_VERSIONS) - 1
+        i = LAB8_VERSIONS.index(v) if v in LAB8_VERSIONS else last
+        return dict(color=LAB8_COLORS[i], marker="s", lw=2.2 if i == last else 1.3, ms=5 if i == last else 3.5)
+    # Anything else: grey, with a marker that is not the out-of-memory cross.
+    return dict(STYLE.get(impl, dict(color="0.4", marker=".", lw=1)))
 
 
 def plot_speed(plt, t, dtype, gpu, path):
@@ -360,10 +384,9 @@ def plot_memory(plt, t, gpu, gpu_mem_gib, path):
     plt.close(fig)
 
 
-def plot_staircase(plt, t, gpu, path):
+def plot_staircase(plt, t, gpu, path, title, steps):
     n = 4096 if 4096 in t.ns() else max(t.ns())
     cols = [(64, 0), (64, 1), (128, 0), (128, 1)]
-    steps = ["lab4"] + [f"lab5:{v}" for v in LAB5_VERSIONS]
     refs = ["torch:flash", "torch:cudnn"]
     fig, ax = plt.subplots(figsize=(13, 5.8))
     width = 0.8 / len(steps)
@@ -403,8 +426,8 @@ def plot_staircase(plt, t, gpu, path):
     ax.set_ylabel("speed (TFLOP/s)")
     ax.set_xlabel(f"configuration (bf16, N = {n}, B = {16384 // n})")
     ax.grid(True, axis="y", alpha=0.3)
-    ax.set_title(f"Lab 5 staircase: each version adds one technique (bf16, N = {n}) on {gpu};"
-                 " dashed: PyTorch's flash and cuDNN backends")
+    ax.set_title(f"{title}: each version adds one technique (bf16, N = {n}) on {gpu};"
+                 " dashed: PyTorch's flash and cuDNN backends", fontsize=11)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -477,10 +500,13 @@ def main():
             p = os.path.join(args.out_dir, f"{stem}_memory.png")
             plot_memory(plt, t, gpu, gpu_mem_gib, p)
             pngs["memory"] = p
-            if any(r["impl"].startswith("lab5:") for r in rows):
-                p = os.path.join(args.out_dir, f"{stem}_staircase.png")
-                plot_staircase(plt, t, gpu, p)
-                pngs["staircase"] = p
+            for lab, title, steps in STAIRCASES:
+                if any(r["impl"].startswith(lab + ":") for r in rows):
+                    # lab 5's keeps its old name, so that earlier reports' links still hold.
+                    key = "staircase" if lab == "lab5" else f"staircase_{lab}"
+                    p = os.path.join(args.out_dir, f"{stem}_{key}.png")
+                    plot_staircase(plt, t, gpu, p, title, steps)
+                    pngs[key] = p
         except Exception as e:  # noqa: BLE001
             plot_error = f"{type(e).__name__}: {e}"
             print(f"plot_bench: plots failed: {plot_error}", file=sys.stderr)
