@@ -501,7 +501,8 @@ def main():
             plot_memory(plt, t, gpu, gpu_mem_gib, p)
             pngs["memory"] = p
             for lab, title, steps in STAIRCASES:
-                if any(r["impl"].startswith(lab + ":") for r in rows):
+                # A staircase needs at least two of the lab's own steps (a run of the best alone has none).
+                if len({r["impl"] for r in rows if r["impl"].startswith(lab + ":")}) >= 2:
                     # lab 5's keeps its old name, so that earlier reports' links still hold.
                     key = "staircase" if lab == "lab5" else f"staircase_{lab}"
                     p = os.path.join(args.out_dir, f"{stem}_{key}.png")
