@@ -98,8 +98,9 @@ static_assert(std::size(kLab5Names) == std::size(kLab5Versions), "one name per v
 #endif
 #if COURSE_HAVE_LAB8
 const course::lab8::Version kLab8Versions[] = {course::lab8::Version::wgmma, course::lab8::Version::tma,
-                                               course::lab8::Version::pipelined};
-const char* const kLab8Names[] = {"wgmma", "tma", "pipelined"};
+                                               course::lab8::Version::pipelined,
+                                               course::lab8::Version::warp_specialized};
+const char* const kLab8Names[] = {"wgmma", "tma", "pipelined", "warp_specialized"};
 static_assert(std::size(kLab8Names) == std::size(kLab8Versions), "one name per version");
 #endif
 

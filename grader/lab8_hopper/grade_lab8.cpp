@@ -30,6 +30,7 @@ const char* version_name(Version v) {
     case Version::wgmma: return "wgmma";
     case Version::tma: return "tma";
     case Version::pipelined: return "pipelined";
+    case Version::warp_specialized: return "warp_specialized";
   }
   return "?";
 }
@@ -148,7 +149,7 @@ TEST_CASE("best: large shapes against the GPU fp64 reference" * grading::points(
 
 TEST_CASE("staircase: every version matches the reference" * grading::points(3)) {
   require_hopper();
-  for (Version v : {Version::wgmma, Version::tma, Version::pipelined}) {
+  for (Version v : {Version::wgmma, Version::tma, Version::pipelined, Version::warp_specialized}) {
     small_shapes(DType::bf16, v);
     causal_unequal(DType::fp16, v);
     Config c;  // several tiles of both kinds, so that every stage is refilled and wraps its phase

@@ -40,7 +40,7 @@ void launch_forward(const KernelParams& params, const TensorMaps& maps, int batc
   check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes),
              "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
   const dim3 grid((params.nq + Cfg::kBlockM - 1) / Cfg::kBlockM, batch_heads);
-  kernel<<<grid, Cfg::kThreads, smem_bytes, stream>>>(maps.q, maps.k, maps.v, params);
+  kernel<<<grid, kThreadsOf<Cfg, Step>, smem_bytes, stream>>>(maps.q, maps.k, maps.v, params);
   check_cuda(cudaGetLastError(), "flash_h100_forward_kernel<<<...>>>");
 }
 
@@ -59,8 +59,9 @@ using detail::TileConfig;
 
 // TileConfig<d, query rows per CTA (64 per warpgroup), keys per K/V tile, K/V stages>.
 // 2 warpgroups x 64 rows, 128 keys: S is 64 registers a thread, O d/2, P kBlockN/4 -- within
-// the 255 of a 256-thread CTA at d = 128 (DESIGN.md section 6). Starting points, to be measured
-// on the device (steps 4-6 change the shapes).
+// the 255 of a 256-thread CTA at d = 128 (DESIGN.md section 6). Step 4 adds a producer
+// warpgroup to the same tiles (384 threads; consumers at 240 registers after setmaxnreg).
+// Starting points, to be measured on the device (steps 4-6 may change the shapes).
 using Cfg64 = TileConfig<64, 128, 128, 2>;
 using Cfg128 = TileConfig<128, 128, 128, 2>;
 
@@ -85,6 +86,8 @@ void dispatch_version(Version version, const KernelParams& params, const TensorM
       return launch_shipped<kHeadDim, Version::tma, T>(params, maps, batch_heads, stream);
     case Version::pipelined:
       return launch_shipped<kHeadDim, Version::pipelined, T>(params, maps, batch_heads, stream);
+    case Version::warp_specialized:
+      return launch_shipped<kHeadDim, Version::warp_specialized, T>(params, maps, batch_heads, stream);
   }
   throw BadInput("lab8::flash_attention_forward: unknown Version value");
 }
@@ -109,7 +112,7 @@ void dispatch_head_dim(int d, Version version, const KernelParams& params, const
   return 10 * major + minor;
 }
 
-// The maps of one call (versions 2-3; version 1 passes them zeroed and never reads them).
+// The maps of one call (versions 2-4; version 1 passes them zeroed and never reads them).
 // Q's boxes have the query tile's rows, K's and V's the key tile's.
 [[maybe_unused]] TensorMaps make_maps(const void* Q, const void* K, const void* V, bool bf16, const AttentionShape& shape) {
   TensorMaps maps;
@@ -132,7 +135,7 @@ void flash_attention_forward(const void* Q, const void* K, const void* V, void* 
   // rule for a global address, and the 16-byte loads of version 1), dtype not bf16/fp16, d not
   // 64/128, B, H, Nq, Nk < 1, B*H over the grid's y limit, a scale that is negative or not
   // finite (0 means 1/sqrt(d)), a GPU that is not compute capability 9.0
-  // fill KernelParams (scale_log2 = scale * log2(e)); versions 2-3 need the tensor maps
+  // fill KernelParams (scale_log2 = scale * log2(e)); versions 2-4 need the tensor maps
   // dispatch on dtype, d and version; launch on options.stream, do not synchronise
   throw course::NotImplemented("flash_attention_forward", "labs/lab8_hopper/flash_h100.cu");
 }

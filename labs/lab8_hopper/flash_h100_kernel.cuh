@@ -119,21 +119,22 @@ __device__ __forceinline__ void store_output(const float (&o)[kHeadDim / 2], con
 }
 
 // ------------------------------------------------------------------------------------------
-// The kernel: one CTA per (query tile, batch*head) -- FA2 Algorithm 1, line 3's loop in parallel
+// Steps 1-3: every thread moves data (or waits for it) and computes
 // ------------------------------------------------------------------------------------------
 
-// Steps 1-3 visit every K/V tile, also the ones a causal query tile cannot see (they are masked
+// Steps 1-4 visit every K/V tile, also the ones a causal query tile cannot see (they are masked
 // to -inf entirely): correct first; skipping them is step 7 (DESIGN.md section 3).
 template <class Cfg>
 __device__ __forceinline__ int kv_tiles(int nk) {
   return (nk + Cfg::kBlockN - 1) / Cfg::kBlockN;
 }
 
+// Steps 1-3: every thread loads (step 1) or waits for the copy engine (steps 2-3) and computes.
+// The maps are the kernel's __grid_constant__ parameters, passed on by reference: a TMA copy
+// needs the parameter's own address.
 template <class Cfg, class Step, class T>
-__global__ void __launch_bounds__(Cfg::kThreads, 1)
-    flash_h100_forward_kernel(const __grid_constant__ CUtensorMap q_map,
-                              const __grid_constant__ CUtensorMap k_map,
-                              const __grid_constant__ CUtensorMap v_map, const KernelParams params) {
+__device__ __forceinline__ void forward_one_role(const CUtensorMap& q_map, const CUtensorMap& k_map,
+                                                 const CUtensorMap& v_map, const KernelParams& params) {
   using Smem = SmemLayout<Cfg, Step>;
   constexpr int kStages = Smem::kStages;
   constexpr int M = Cfg::kBlockM, N = Cfg::kBlockN, D = Cfg::kHeadDim;
@@ -175,6 +176,128 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   // lines 8-10: compute_scores, apply_mask (causal: every tile; else only a tile crossing Nk),
   // online_softmax, pack_p, accumulate_pv; step 3: __syncthreads, then thread 0 refills the stage
   // lines 12-15: store_output
+}
+
+// ------------------------------------------------------------------------------------------
+// Step 4: a producer warpgroup and consumer warpgroups (DESIGN.md sections 3 and 5)
+// ------------------------------------------------------------------------------------------
+
+// The barriers of step 4, in static shared memory (8-byte aligned). Per stage, K and V each have
+//   full:  count 1 -- the producer's arrive_expect_tx; the phase completes when the copy
+//          engine has also delivered the announced bytes (the tile is there);
+//   empty: count = consumer warps -- each consumer warp arrives once it has finished reading
+//          the stage (the tile may be overwritten).
+// Use u = 0, 1, 2, ... of a stage is phase u of its barriers: tile t uses stage t % kStages in
+// phase t / kStages, and a wait names the phase by its parity (t / kStages) & 1.
+template <int kStages>
+struct StageBarriers {
+  uint64_t q_full;
+  uint64_t k_full[kStages];
+  uint64_t v_full[kStages];
+  uint64_t k_empty[kStages];
+  uint64_t v_empty[kStages];
+};
+
+// A consumer warp gives a stage back. Called after the wgmma_wait_group that covers the warp's
+// last wgmma reading the stage: wgmma reads shared memory asynchronously until its group has
+// completed, so an earlier release would let the copy engine overwrite operands still in use.
+// One arrival per warp (lane 0, once the warp has converged), which is what the count expects.
+__device__ __forceinline__ void release_stage(uint64_t* empty_barrier) {
+  // TODO: release_stage (see the lab README)
+  // __syncwarp, then lane 0 of the warp arrives on the barrier
+}
+
+// The producer: one elected thread of warpgroup 0 issues every copy of the CTA. Line 4 (Q_i)
+// once, then line 7 (K_j, V_j) for every tile, each into its stage as soon as the consumers have
+// released the stage's previous tile. The producer's first pass waits on parity 1 of a fresh
+// barrier, which refers to the phase before phase 0 and counts as complete: no stage has been
+// used yet (micro-test 6 checks this on the device).
+template <class Cfg, class Step>
+__device__ __forceinline__ void produce_tiles(const CUtensorMap& q_map, const CUtensorMap& k_map,
+                                              const CUtensorMap& v_map, unsigned char* smem,
+                                              StageBarriers<SmemLayout<Cfg, Step>::kStages>& bar,
+                                              int q0, int head, int n_tiles) {
+  using Smem = SmemLayout<Cfg, Step>;
+  constexpr int kStages = Smem::kStages;
+  constexpr int M = Cfg::kBlockM, N = Cfg::kBlockN, D = Cfg::kHeadDim;
+  // TODO: produce_tiles (see the lab README)
+  // line 4: arrive_expect_tx(q_full, Q's bytes), tma_load_tile<M, D> of Q_i
+  // line 7, for every tile t: stage t % kStages, phase (t / kStages) & 1; wait on k_empty of the
+  // stage with parity phase ^ 1, arrive_expect_tx(k_full, one tile's bytes), tma_load_tile<N, D>
+  // of K_t; the same for V on v_empty / v_full
+}
+
+// A consumer warpgroup: 64 query rows, FA2 Algorithm 1 lines 5-15 on tiles someone else loads.
+// The loop body is step 3's, with the CTA-wide barrier before a refill replaced by two releases:
+// K's stage after S = Q K^T has completed, V's after O += P V has.
+template <class Cfg, class Step, class T>
+__device__ __forceinline__ void consume_tiles(const unsigned char* smem,
+                                              StageBarriers<SmemLayout<Cfg, Step>::kStages>& bar,
+                                              const KernelParams& params, int q0, int head,
+                                              int consumer, int n_tiles) {
+  using Smem = SmemLayout<Cfg, Step>;
+  constexpr int kStages = Smem::kStages;
+  constexpr int N = Cfg::kBlockN, D = Cfg::kHeadDim;
+  const int nq = params.nq, nk = params.nk;
+  const int thread_in_warpgroup = threadIdx.x % 128;
+  const int first_row = q0 + 64 * consumer;  // this consumer's first query row
+  T* o_head = static_cast<T*>(params.o) + static_cast<int64_t>(head) * nq * D;
+  float* lse_head = params.lse + static_cast<int64_t>(head) * nq;
+  const uint32_t q_tile = smem_address(smem);
+  // TODO: consume_tiles (see the lab README)
+  // line 5: o = 0, row_max = -inf, row_sum = 0; wait for Q (q_full, parity 0)
+  // per tile j (stage j % kStages, parity (j / kStages) & 1): wait k_full; compute_scores (its
+  // wait_group<0> ends this warpgroup's reads of K); release_stage(k_empty); mask as step 3;
+  // online_softmax; pack_p; wait v_full; accumulate_pv; release_stage(v_empty)
+  // lines 12-15: store_output
+}
+
+// Step 4's CTA: warpgroup 0 produces, warpgroups 1..kWarpgroups consume (64 query rows each).
+// After the barriers are made, the roles never meet at a __syncthreads again (the producer's
+// other threads have exited): they talk through the barriers only.
+template <class Cfg, class Step, class T>
+__device__ __forceinline__ void forward_warp_specialized(const CUtensorMap& q_map,
+                                                         const CUtensorMap& k_map,
+                                                         const CUtensorMap& v_map,
+                                                         const KernelParams& params) {
+  using Smem = SmemLayout<Cfg, Step>;
+  using Budget = RegisterBudget<Cfg>;
+  constexpr int kStages = Smem::kStages;
+  static_assert(kStages >= 2, "step 4 overlaps a tile's loads with the previous tile's math");
+  static_assert(Budget::kThreads == kThreadsOf<Cfg, Step>, "one producer warpgroup");
+  extern __shared__ unsigned char smem_raw[];
+  unsigned char* smem = reinterpret_cast<unsigned char*>(
+      (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  __shared__ __align__(8) StageBarriers<kStages> bar;
+
+  const int head = blockIdx.y;  // b * H + h
+  const int q0 = blockIdx.x * Cfg::kBlockM;
+  const int n_tiles = kv_tiles<Cfg>(params.nk);
+  const int warpgroup = threadIdx.x / 128;
+  // TODO: forward_warp_specialized (see the lab README)
+  // thread 0: mbarrier_init q_full, k_full, v_full with count 1, k_empty and v_empty with one
+  // arrival per consumer warp; fence_mbarrier_init; __syncthreads (the last one)
+  // warpgroup 0: setmaxnreg_dec<Budget::kProducer>; in warp 0, elect_one_sync() picks the thread
+  // that prefetches the maps and runs produce_tiles; everyone else in warpgroup 0 is done
+  // warpgroups 1..: setmaxnreg_inc<Budget::kConsumer>; consume_tiles as consumer warpgroup - 1
+}
+
+// ------------------------------------------------------------------------------------------
+// The kernel: one CTA per (query tile, batch*head) -- FA2 Algorithm 1, line 3's loop in parallel
+// ------------------------------------------------------------------------------------------
+
+// __launch_bounds__ with the 1 (at most one CTA per SM) gives every thread a register cap at
+// launch; without it ptxas drops setmaxnreg (DESIGN.md section 6).
+template <class Cfg, class Step, class T>
+__global__ void __launch_bounds__(kThreadsOf<Cfg, Step>, 1)
+    flash_h100_forward_kernel(const __grid_constant__ CUtensorMap q_map,
+                              const __grid_constant__ CUtensorMap k_map,
+                              const __grid_constant__ CUtensorMap v_map, const KernelParams params) {
+  if constexpr (Step::warp_specialized) {
+    forward_warp_specialized<Cfg, Step, T>(q_map, k_map, v_map, params);
+  } else {
+    forward_one_role<Cfg, Step, T>(q_map, k_map, v_map, params);
+  }
 }
 
 }  // namespace course::lab8::detail

@@ -21,6 +21,7 @@ struct V1_Wgmma {
   // threads fill with 16-byte loads (then fence.proxy.async: wgmma reads through the async proxy)
   static constexpr bool tma = false;        // tiles copied by TMA, completion on an mbarrier
   static constexpr bool pipelined = false;  // several K/V stages, loads issued ahead
+  static constexpr bool warp_specialized = false;  // a producer warpgroup feeds the others
 };
 // One thread issues a TMA copy per 64-column block of a tile; everybody waits on the barrier.
 struct V2_Tma : V1_Wgmma {
@@ -32,6 +33,15 @@ struct V2_Tma : V1_Wgmma {
 struct V3_Pipelined : V2_Tma {
   static constexpr Version kVersion = Version::pipelined;
   static constexpr bool pipelined = true;
+};
+// One more warpgroup, the producer, whose one elected thread issues every TMA copy; the other
+// warpgroups (the consumers) only compute. Each stage gets "empty" barriers as well as "full"
+// ones (DESIGN.md section 5): a consumer warp releases a stage after the wgmma_wait that covers
+// its last read of it, and the producer refills the stage once every consumer warp has. No
+// CTA-wide barrier in the loop; setmaxnreg moves registers from the producer to the consumers.
+struct V4_WarpSpecialized : V3_Pipelined {
+  static constexpr Version kVersion = Version::warp_specialized;
+  static constexpr bool warp_specialized = true;
 };
 
 template <Version kVersion>
@@ -47,6 +57,10 @@ struct StepOf<Version::tma> {
 template <>
 struct StepOf<Version::pipelined> {
   using type = V3_Pipelined;
+};
+template <>
+struct StepOf<Version::warp_specialized> {
+  using type = V4_WarpSpecialized;
 };
 
 // ------------------------------------------------------------------------------------------
@@ -74,6 +88,28 @@ struct TileConfig {
 // The K/V stages a step uses: one until the loads are pipelined.
 template <class Cfg, class Step>
 constexpr int kStagesOf = Step::pipelined ? Cfg::kStages : 1;
+
+// The threads of a CTA: the consumers' warpgroups, plus the producer's from step 4 on.
+template <class Cfg, class Step>
+constexpr int kThreadsOf = Cfg::kThreads + (Step::warp_specialized ? 128 : 0);
+
+// Step 4's register budgets (DESIGN.md section 6). With __launch_bounds__(threads, 1) every
+// thread starts with the cap 65536 / threads, rounded down to a multiple of 8; setmaxnreg.dec
+// gives the producer's surplus back to the CTA's pool and setmaxnreg.inc takes it for the
+// consumers, so producer + consumers * consumer_regs must not exceed (1 + consumers) * cap,
+// or the consumers' setmaxnreg.inc waits for registers that never come. 2 consumers: 24 + 2 * 240
+// = 504 = 3 * 168 (FA3's numbers, and micro-test 6); 3 consumers: 32 + 3 * 160 = 512 = 4 * 128.
+template <class Cfg>
+struct RegisterBudget {
+  static constexpr int kConsumers = Cfg::kWarpgroups;
+  static constexpr int kThreads = 128 * (kConsumers + 1);
+  static constexpr int kCapAtLaunch = (65536 / kThreads) / 8 * 8;
+  static constexpr int kProducer = kConsumers == 2 ? 24 : 32;
+  static constexpr int kConsumer = kConsumers == 2 ? 240 : 160;
+  static_assert(kConsumers == 2 || kConsumers == 3, "budgets for 2 or 3 consumer warpgroups");
+  static_assert(kProducer + kConsumers * kConsumer <= (kConsumers + 1) * kCapAtLaunch,
+                "setmaxnreg: the consumers ask for more registers than the producer gives back");
+};
 
 // ------------------------------------------------------------------------------------------
 // Shared memory: Q, then the K stages, then the V stages, each tile 1024-byte aligned

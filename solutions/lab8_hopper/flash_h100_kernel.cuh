@@ -172,21 +172,22 @@ __device__ __forceinline__ void store_output(const float (&o)[kHeadDim / 2], con
 }
 
 // ------------------------------------------------------------------------------------------
-// The kernel: one CTA per (query tile, batch*head) -- FA2 Algorithm 1, line 3's loop in parallel
+// Steps 1-3: every thread moves data (or waits for it) and computes
 // ------------------------------------------------------------------------------------------
 
-// Steps 1-3 visit every K/V tile, also the ones a causal query tile cannot see (they are masked
+// Steps 1-4 visit every K/V tile, also the ones a causal query tile cannot see (they are masked
 // to -inf entirely): correct first; skipping them is step 7 (DESIGN.md section 3).
 template <class Cfg>
 __device__ __forceinline__ int kv_tiles(int nk) {
   return (nk + Cfg::kBlockN - 1) / Cfg::kBlockN;
 }
 
+// Steps 1-3: every thread loads (step 1) or waits for the copy engine (steps 2-3) and computes.
+// The maps are the kernel's __grid_constant__ parameters, passed on by reference: a TMA copy
+// needs the parameter's own address.
 template <class Cfg, class Step, class T>
-__global__ void __launch_bounds__(Cfg::kThreads, 1)
-    flash_h100_forward_kernel(const __grid_constant__ CUtensorMap q_map,
-                              const __grid_constant__ CUtensorMap k_map,
-                              const __grid_constant__ CUtensorMap v_map, const KernelParams params) {
+__device__ __forceinline__ void forward_one_role(const CUtensorMap& q_map, const CUtensorMap& k_map,
+                                                 const CUtensorMap& v_map, const KernelParams& params) {
   using Smem = SmemLayout<Cfg, Step>;
   constexpr int kStages = Smem::kStages;
   constexpr int M = Cfg::kBlockM, N = Cfg::kBlockN, D = Cfg::kHeadDim;
@@ -331,6 +332,214 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   store_output<D, T>(o, row_max, row_sum, o_head, lse_head, first_row, nq, params.scale,
                      thread_in_warpgroup);
   // END SOLUTION
+}
+
+// ------------------------------------------------------------------------------------------
+// Step 4: a producer warpgroup and consumer warpgroups (DESIGN.md sections 3 and 5)
+// ------------------------------------------------------------------------------------------
+
+// The barriers of step 4, in static shared memory (8-byte aligned). Per stage, K and V each have
+//   full:  count 1 -- the producer's arrive_expect_tx; the phase completes when the copy
+//          engine has also delivered the announced bytes (the tile is there);
+//   empty: count = consumer warps -- each consumer warp arrives once it has finished reading
+//          the stage (the tile may be overwritten).
+// Use u = 0, 1, 2, ... of a stage is phase u of its barriers: tile t uses stage t % kStages in
+// phase t / kStages, and a wait names the phase by its parity (t / kStages) & 1.
+template <int kStages>
+struct StageBarriers {
+  uint64_t q_full;
+  uint64_t k_full[kStages];
+  uint64_t v_full[kStages];
+  uint64_t k_empty[kStages];
+  uint64_t v_empty[kStages];
+};
+
+// A consumer warp gives a stage back. Called after the wgmma_wait_group that covers the warp's
+// last wgmma reading the stage: wgmma reads shared memory asynchronously until its group has
+// completed, so an earlier release would let the copy engine overwrite operands still in use.
+// One arrival per warp (lane 0, once the warp has converged), which is what the count expects.
+__device__ __forceinline__ void release_stage(uint64_t* empty_barrier) {
+  // BEGIN SOLUTION release_stage device
+  //! __syncwarp, then lane 0 of the warp arrives on the barrier
+  __syncwarp();
+  if (threadIdx.x % 32 == 0) mbarrier_arrive(empty_barrier);
+  // END SOLUTION
+}
+
+// The producer: one elected thread of warpgroup 0 issues every copy of the CTA. Line 4 (Q_i)
+// once, then line 7 (K_j, V_j) for every tile, each into its stage as soon as the consumers have
+// released the stage's previous tile. The producer's first pass waits on parity 1 of a fresh
+// barrier, which refers to the phase before phase 0 and counts as complete: no stage has been
+// used yet (micro-test 6 checks this on the device).
+template <class Cfg, class Step>
+__device__ __forceinline__ void produce_tiles(const CUtensorMap& q_map, const CUtensorMap& k_map,
+                                              const CUtensorMap& v_map, unsigned char* smem,
+                                              StageBarriers<SmemLayout<Cfg, Step>::kStages>& bar,
+                                              int q0, int head, int n_tiles) {
+  using Smem = SmemLayout<Cfg, Step>;
+  constexpr int kStages = Smem::kStages;
+  constexpr int M = Cfg::kBlockM, N = Cfg::kBlockN, D = Cfg::kHeadDim;
+  // BEGIN SOLUTION produce_tiles device
+  //! line 4: arrive_expect_tx(q_full, Q's bytes), tma_load_tile<M, D> of Q_i
+  //! line 7, for every tile t: stage t % kStages, phase (t / kStages) & 1; wait on k_empty of the
+  //! stage with parity phase ^ 1, arrive_expect_tx(k_full, one tile's bytes), tma_load_tile<N, D>
+  //! of K_t; the same for V on v_empty / v_full
+  uint64_t* k_full = bar.k_full;  // the names step 3 uses
+  uint64_t* v_full = bar.v_full;
+  uint64_t* k_empty = bar.k_empty;
+  uint64_t* v_empty = bar.v_empty;
+  mbarrier_arrive_expect_tx(&bar.q_full, Smem::kQBytes);
+  tma_load_tile<M, D>(smem, &q_map, &bar.q_full, q0, head);
+  for (int tile = 0; tile < n_tiles; ++tile) {
+    const int stage = tile % kStages;
+    const uint32_t phase = (tile / kStages) & 1;
+    // K first: the consumers need K_t before V_t (S = Q K^T comes first), and release it earlier.
+    wait_barrier(&k_empty[stage], phase ^ 1);
+    mbarrier_arrive_expect_tx(&k_full[stage], Smem::kTileBytes);
+    tma_load_tile<N, D>(smem + Smem::kKOffset + stage * Smem::kTileBytes, &k_map, &k_full[stage], tile * N, head);
+    wait_barrier(&v_empty[stage], phase ^ 1);
+    mbarrier_arrive_expect_tx(&v_full[stage], Smem::kTileBytes);
+    tma_load_tile<N, D>(smem + Smem::kVOffset + stage * Smem::kTileBytes, &v_map, &v_full[stage], tile * N, head);
+  }
+  // END SOLUTION
+}
+
+// A consumer warpgroup: 64 query rows, FA2 Algorithm 1 lines 5-15 on tiles someone else loads.
+// The loop body is step 3's, with the CTA-wide barrier before a refill replaced by two releases:
+// K's stage after S = Q K^T has completed, V's after O += P V has.
+template <class Cfg, class Step, class T>
+__device__ __forceinline__ void consume_tiles(const unsigned char* smem,
+                                              StageBarriers<SmemLayout<Cfg, Step>::kStages>& bar,
+                                              const KernelParams& params, int q0, int head,
+                                              int consumer, int n_tiles) {
+  using Smem = SmemLayout<Cfg, Step>;
+  constexpr int kStages = Smem::kStages;
+  constexpr int N = Cfg::kBlockN, D = Cfg::kHeadDim;
+  const int nq = params.nq, nk = params.nk;
+  const int thread_in_warpgroup = threadIdx.x % 128;
+  const int first_row = q0 + 64 * consumer;  // this consumer's first query row
+  T* o_head = static_cast<T*>(params.o) + static_cast<int64_t>(head) * nq * D;
+  float* lse_head = params.lse + static_cast<int64_t>(head) * nq;
+  const uint32_t q_tile = smem_address(smem);
+  // BEGIN SOLUTION consume_tiles device
+  //! line 5: o = 0, row_max = -inf, row_sum = 0; wait for Q (q_full, parity 0)
+  //! per tile j (stage j % kStages, parity (j / kStages) & 1): wait k_full; compute_scores (its
+  //! wait_group<0> ends this warpgroup's reads of K); release_stage(k_empty); mask as step 3;
+  //! online_softmax; pack_p; wait v_full; accumulate_pv; release_stage(v_empty)
+  //! lines 12-15: store_output
+  float o[D / 2];
+#pragma unroll
+  for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
+  float row_max[2] = {-INFINITY, -INFINITY};
+  float row_sum[2] = {0.0f, 0.0f};
+  wait_barrier(&bar.q_full, 0);
+
+  for (int j = 0; j < n_tiles; ++j) {
+    const int stage = j % kStages;
+    const uint32_t phase = (j / kStages) & 1;
+    const uint32_t k_tile = smem_address(smem + Smem::kKOffset + stage * Smem::kTileBytes);
+    const uint32_t v_tile = smem_address(smem + Smem::kVOffset + stage * Smem::kTileBytes);
+
+    // Line 8: S = Q_i K_j^T; compute_scores returns after wait_group<0>: K_j is no longer read.
+    wait_barrier(&bar.k_full[stage], phase);
+    float s[N / 2];
+    compute_scores<Cfg, T>(s, q_tile, k_tile, consumer);
+    release_stage(&bar.k_empty[stage]);
+
+    // Keys past Nk, and the causal future (every tile of a causal problem, as steps 1-3).
+    if (params.causal || (j + 1) * N > nk)
+      apply_mask<N>(s, first_row, j * N, nq, nk, params.causal, thread_in_warpgroup);
+
+    // Line 9 and the rescale of line 10.
+    online_softmax<N, D>(s, o, row_max, row_sum, params.scale_log2);
+
+    // Line 10: O += P V_j, P in registers; accumulate_pv returns after wait_group<0>.
+    uint32_t p[N / 16][4];
+    pack_p<N, T>(p, s);
+    wait_barrier(&bar.v_full[stage], phase);
+    accumulate_pv<Cfg, T>(o, p, v_tile);
+    release_stage(&bar.v_empty[stage]);
+  }
+
+  // Lines 12-15.
+  store_output<D, T>(o, row_max, row_sum, o_head, lse_head, first_row, nq, params.scale,
+                     thread_in_warpgroup);
+  // END SOLUTION
+}
+
+// Step 4's CTA: warpgroup 0 produces, warpgroups 1..kWarpgroups consume (64 query rows each).
+// After the barriers are made, the roles never meet at a __syncthreads again (the producer's
+// other threads have exited): they talk through the barriers only.
+template <class Cfg, class Step, class T>
+__device__ __forceinline__ void forward_warp_specialized(const CUtensorMap& q_map,
+                                                         const CUtensorMap& k_map,
+                                                         const CUtensorMap& v_map,
+                                                         const KernelParams& params) {
+  using Smem = SmemLayout<Cfg, Step>;
+  using Budget = RegisterBudget<Cfg>;
+  constexpr int kStages = Smem::kStages;
+  static_assert(kStages >= 2, "step 4 overlaps a tile's loads with the previous tile's math");
+  static_assert(Budget::kThreads == kThreadsOf<Cfg, Step>, "one producer warpgroup");
+  extern __shared__ unsigned char smem_raw[];
+  unsigned char* smem = reinterpret_cast<unsigned char*>(
+      (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  __shared__ __align__(8) StageBarriers<kStages> bar;
+
+  const int head = blockIdx.y;  // b * H + h
+  const int q0 = blockIdx.x * Cfg::kBlockM;
+  const int n_tiles = kv_tiles<Cfg>(params.nk);
+  const int warpgroup = threadIdx.x / 128;
+  // BEGIN SOLUTION forward_warp_specialized device
+  //! thread 0: mbarrier_init q_full, k_full, v_full with count 1, k_empty and v_empty with one
+  //! arrival per consumer warp; fence_mbarrier_init; __syncthreads (the last one)
+  //! warpgroup 0: setmaxnreg_dec<Budget::kProducer>; in warp 0, elect_one_sync() picks the thread
+  //! that prefetches the maps and runs produce_tiles; everyone else in warpgroup 0 is done
+  //! warpgroups 1..: setmaxnreg_inc<Budget::kConsumer>; consume_tiles as consumer warpgroup - 1
+  if (threadIdx.x == 0) {
+    mbarrier_init(&bar.q_full, 1);
+    for (int s = 0; s < kStages; ++s) {
+      mbarrier_init(&bar.k_full[s], 1);
+      mbarrier_init(&bar.v_full[s], 1);
+      mbarrier_init(&bar.k_empty[s], 4 * Budget::kConsumers);  // one arrival per consumer warp
+      mbarrier_init(&bar.v_empty[s], 4 * Budget::kConsumers);
+    }
+    fence_mbarrier_init();  // visible to the copy engine (async proxy) ...
+  }
+  __syncthreads();  // ... and to every thread
+
+  if (warpgroup == 0) {
+    // The producer keeps a few registers (a loop counter, addresses) and gives the rest away.
+    setmaxnreg_dec<Budget::kProducer>();
+    if (threadIdx.x / 32 == 0 && elect_one_sync()) {
+      prefetch_tensormap(&q_map);
+      prefetch_tensormap(&k_map);
+      prefetch_tensormap(&v_map);
+      produce_tiles<Cfg, Step>(q_map, k_map, v_map, smem, bar, q0, head, n_tiles);
+    }
+  } else {
+    // The consumers hold S, P and O: they get the producer's registers.
+    setmaxnreg_inc<Budget::kConsumer>();
+    consume_tiles<Cfg, Step, T>(smem, bar, params, q0, head, warpgroup - 1, n_tiles);
+  }
+  // END SOLUTION
+}
+
+// ------------------------------------------------------------------------------------------
+// The kernel: one CTA per (query tile, batch*head) -- FA2 Algorithm 1, line 3's loop in parallel
+// ------------------------------------------------------------------------------------------
+
+// __launch_bounds__ with the 1 (at most one CTA per SM) gives every thread a register cap at
+// launch; without it ptxas drops setmaxnreg (DESIGN.md section 6).
+template <class Cfg, class Step, class T>
+__global__ void __launch_bounds__(kThreadsOf<Cfg, Step>, 1)
+    flash_h100_forward_kernel(const __grid_constant__ CUtensorMap q_map,
+                              const __grid_constant__ CUtensorMap k_map,
+                              const __grid_constant__ CUtensorMap v_map, const KernelParams params) {
+  if constexpr (Step::warp_specialized) {
+    forward_warp_specialized<Cfg, Step, T>(q_map, k_map, v_map, params);
+  } else {
+    forward_one_role<Cfg, Step, T>(q_map, k_map, v_map, params);
+  }
 }
 
 }  // namespace course::lab8::detail
