@@ -21,7 +21,7 @@ from collections import defaultdict
 NS = [512, 1024, 2048, 4096, 8192, 16384]
 LAB5_VERSIONS = ["mma_only", "ldmatrix", "swizzle", "pipelined", "register_p", "exp2_fma", "lazy_rescale"]
 LAB5_BEST = "lab5:lazy_rescale"  # course::lab5::Version::best
-LAB8_VERSIONS = ["wgmma", "tma", "pipelined"]  # course::lab8::Version, the staircase's order
+LAB8_VERSIONS = ["wgmma", "tma", "pipelined", "warp_specialized"]  # course::lab8::Version, in order
 LAB8_BEST = "lab8:pipelined"  # course::lab8::Version::best
 # The staircases: (lab, title, the bars from left to right). Each starts from what the lab
 # builds on: lab 5's from lab 4 (CUDA cores), lab 8's from lab 5's shipped kernel.
@@ -230,7 +230,7 @@ STYLE = {
     "torch:cudnn": dict(color="#17becf", marker="P", lw=1.4, ls="--"),
 }
 LAB5_COLORS = ["#fee6ce", "#fdd0a2", "#fdae6b", "#fd8d3c", "#f16913", "#d94801", "#8c2d04"]
-LAB8_COLORS = ["#bcbddc", "#807dba", "#54278f"]  # light to dark: wgmma, tma, pipelined
+LAB8_COLORS = ["#bcbddc", "#807dba", "#54278f", "#2a0052"]  # light to dark: wgmma .. warp_specialized
 
 
 def style(impl):
@@ -244,7 +244,8 @@ def style(impl):
         v = impl[5:]
         last = len(LAB8_VERSIONS) - 1
         i = LAB8_VERSIONS.index(v) if v in LAB8_VERSIONS else last
-        return dict(color=LAB8_COLORS[i], marker="s", lw=2.2 if i == last else 1.3, ms=5 if i == last else 3.5)
+        shipped = impl == LAB8_BEST  # the thick line is Version::best, not the newest step
+        return dict(color=LAB8_COLORS[i], marker="s", lw=2.2 if shipped else 1.3, ms=5 if shipped else 3.5)
     # Anything else: grey, with a marker that is not the out-of-memory cross.
     return dict(STYLE.get(impl, dict(color="0.4", marker=".", lw=1)))
 

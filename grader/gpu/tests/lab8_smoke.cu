@@ -183,17 +183,20 @@ int main(int argc, char** argv) {
   CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("device: %s, compute capability %d.%d\n", prop.name, prop.major, prop.minor);
   std::mt19937_64 rng(1);
-  // {7, 600}: 5 K/V tiles, so every stage is refilled and the empty barriers of step 4 complete
-  // phases under the sanitizers too (one query tile: cheap).
   std::vector<std::pair<int, int>> lengths = {{7, 7}, {129, 129}, {7, 600}};
   if (!small) lengths.insert(lengths.end(), {{1, 1}, {64, 64}, {300, 113}, {113, 300}, {1000, 1500}});
+  // {7, 600}: 5 K/V tiles for one query tile, so that every stage is refilled and step 4's empty
+  // barriers complete phases; under the sanitizers (--small) only for step 4, to keep them short.
+  const auto skip_small = [&](Version v, std::pair<int, int> len) {
+    return small && len == std::pair{7, 600} && v != Version::warp_specialized;
+  };
   int failed = 0, total = 0;
   for (Version v : {Version::wgmma, Version::tma, Version::pipelined, Version::warp_specialized})
     for (DType t : {DType::bf16, DType::fp16})
       for (int d : {64, 128})
         for (auto [nq, nk] : lengths)
           for (bool causal : {false, true}) {
-            if (small && t == DType::fp16) continue;
+            if ((small && t == DType::fp16) || skip_small(v, {nq, nk})) continue;
             ++total;
             failed += !run({v, t, d, nq, nk, causal}, rng);
           }
