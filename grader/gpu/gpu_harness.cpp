@@ -343,6 +343,32 @@ std::vector<Config> numerics_configs(const std::vector<DType>& dtypes,
   return out;
 }
 
+std::vector<Config> large_shape_configs(const std::vector<DType>& dtypes, int odd_heads) {
+  std::vector<Config> out;
+  for (DType dtype : dtypes)
+    for (int d : {64, 128})
+      for (bool causal : {false, true}) {
+        Config c;
+        c.B = 2;
+        c.H = 4;
+        c.Nq = c.Nk = 4096;
+        c.d = d;
+        c.dtype = dtype;
+        c.causal = causal;
+        c.dist = reference::Distribution::outliers;
+        out.push_back(c);
+      }
+  Config odd;
+  odd.B = 1;
+  odd.H = odd_heads;
+  odd.Nq = odd.Nk = 3001;
+  odd.d = 128;
+  odd.dtype = dtypes.front();
+  odd.causal = true;
+  out.push_back(odd);
+  return out;
+}
+
 void call_with_bad_arguments(const Config& c, bool null_q) {
   isolation::Packet args;
   gpu_wire::put_call(args, c.call());

@@ -94,6 +94,11 @@ void call_with_bad_arguments(const Config& c, bool null_q);
 std::vector<Config> numerics_configs(const std::vector<DType>& dtypes,
                                      const std::vector<reference::Distribution>& dists);
 
+// The large-shapes checks' configurations of the forward labs (4, 5, 8): N = 4096 (B = 2, H = 4)
+// for each dtype, d = 64 and 128, causal and not, on inputs with outliers; then N = 3001 (many
+// tiles, the last one partial), B = 1, H = odd_heads, d = 128, causal, in the first dtype.
+std::vector<Config> large_shape_configs(const std::vector<DType>& dtypes, int odd_heads);
+
 // The whole numerical check of one configuration.
 bool check_config(const Config& c, const std::string& what, std::uint64_t seed);
 

@@ -87,26 +87,7 @@ TEST_CASE("every output element is written (NaN-poisoned outputs, N not a multip
 
 TEST_CASE("large shapes against the GPU fp64 reference" * grading::points(4)) {
   gpu_grading::require_device();
-  for (DType dtype : {DType::fp32, DType::bf16})
-    for (int d : {64, 128})
-      for (bool causal : {false, true}) {
-        Config c;
-        c.B = 2;
-        c.H = 4;
-        c.Nq = c.Nk = 4096;
-        c.d = d;
-        c.dtype = dtype;
-        c.causal = causal;
-        c.dist = reference::Distribution::outliers;
-        check(c);
-      }
-  Config odd;  // many tiles, the last one partial
-  odd.B = 1;
-  odd.H = 8;
-  odd.Nq = odd.Nk = 3001;
-  odd.d = 128;
-  odd.causal = true;
-  check(odd);
+  for (const Config& c : gpu_grading::large_shape_configs({DType::fp32, DType::bf16}, /*odd_heads=*/8)) check(c);
 }
 
 TEST_CASE("numerics: large logits, and rows whose scores are all far below zero" * grading::points(2, kSmallFp32)) {

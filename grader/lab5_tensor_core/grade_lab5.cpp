@@ -127,26 +127,7 @@ TEST_CASE("best: causal with Nq != Nk, rows with no key" * grading::points(3)) {
 
 TEST_CASE("best: large shapes against the GPU fp64 reference" * grading::points(3)) {
   gpu_grading::require_device();
-  for (int d : {64, 128})
-    for (bool causal : {false, true}) {
-      Config c;
-      c.B = 2;
-      c.H = 4;
-      c.Nq = c.Nk = 4096;
-      c.d = d;
-      c.dtype = DType::bf16;
-      c.causal = causal;
-      c.dist = reference::Distribution::outliers;
-      check(c);
-    }
-  Config odd;
-  odd.B = 1;
-  odd.H = 4;
-  odd.Nq = odd.Nk = 3001;
-  odd.d = 128;
-  odd.dtype = DType::bf16;
-  odd.causal = true;
-  check(odd);
+  for (const Config& c : gpu_grading::large_shape_configs({DType::bf16}, /*odd_heads=*/4)) check(c);
 }
 
 TEST_CASE("staircase: every version matches the reference" * grading::points(3)) {

@@ -3,20 +3,13 @@
 // running max and sum, and the rescale of O.
 #pragma once
 
+#include "course/quad_reduce.cuh"
 #include "flash_tc_config.cuh"
 #include "flash_tc_ptx.cuh"
 
 namespace course::lab5::detail {
 
-// Max (or sum) over the 4 lanes of a quad, which together hold one row of an accumulator.
-__device__ __forceinline__ float quad_max(float x) {
-  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
-  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
-}
-__device__ __forceinline__ float quad_sum(float x) {
-  x += __shfl_xor_sync(0xffffffffu, x, 1);
-  return x + __shfl_xor_sync(0xffffffffu, x, 2);
-}
+// quad_max and quad_sum (a row's max and sum over its quad): course/quad_reduce.cuh.
 
 // Line 9 (and the rescale half of line 10): the online softmax.
 //   m_new = max(m_old, rowmax(S));  P = exp(scale * (S - m_new));  alpha = exp(scale*(m_old - m_new))

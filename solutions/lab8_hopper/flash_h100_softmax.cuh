@@ -8,17 +8,11 @@
 
 #include <cmath>
 
+#include "course/quad_reduce.cuh"
+
 namespace course::lab8::detail {
 
-// Max (or sum) over the 4 lanes of a quad, which together hold one row of an accumulator.
-__device__ __forceinline__ float quad_max(float x) {
-  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
-  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
-}
-__device__ __forceinline__ float quad_sum(float x) {
-  x += __shfl_xor_sync(0xffffffffu, x, 1);
-  return x + __shfl_xor_sync(0xffffffffu, x, 2);
-}
+// quad_max and quad_sum (a row's max and sum over its quad): course/quad_reduce.cuh.
 
 // 2^x in one MUFU.EX2 (ex2.approx.ftz: relative error ~2^-22, far below bf16/fp16 rounding of P).
 __device__ __forceinline__ float exp2_approx(float x) {
