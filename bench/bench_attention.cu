@@ -97,11 +97,6 @@ const char* const kLab5Names[] = {"mma_only", "ldmatrix", "swizzle", "pipelined"
 static_assert(std::size(kLab5Names) == std::size(kLab5Versions), "one name per version");
 #endif
 #if COURSE_HAVE_LAB8
-const course::lab8::Version kLab8Versions[] = {course::lab8::Version::wgmma, course::lab8::Version::tma,
-                                               course::lab8::Version::pipelined,
-                                               course::lab8::Version::warp_specialized};
-const char* const kLab8Names[] = {"wgmma", "tma", "pipelined", "warp_specialized"};
-static_assert(std::size(kLab8Names) == std::size(kLab8Versions), "one name per version");
 #endif
 
 struct Options {
@@ -376,7 +371,7 @@ struct Bench {
           course::lab8::ForwardOptions fo;
           fo.causal = causal;
           fo.stream = stream;
-          fo.version = kLab8Versions[impl.version];
+          fo.version = static_cast<course::lab8::Version>(impl.version);
           course::lab8::flash_attention_forward(q[s]->get(), k[s]->get(), v[s]->get(), O, L,
                                                 DType::bf16, shape, fo);
           return true;
@@ -508,7 +503,8 @@ int main(int argc, char** argv) {
   for (int v = 0; v < int(std::size(kLab5Versions)); ++v) all.push_back({std::string("lab5:") + kLab5Names[v], Kind::lab5, v});
 #endif
 #if COURSE_HAVE_LAB8
-  for (int v = 0; v < int(std::size(kLab8Versions)); ++v) all.push_back({std::string("lab8:") + kLab8Names[v], Kind::lab8, v});
+  for (course::lab8::Version v : course::lab8::kAllVersions)
+    all.push_back({std::string("lab8:") + course::lab8::version_name(v), Kind::lab8, int(v)});
 #endif
   all.push_back({"standard", Kind::standard});
   if (list) {

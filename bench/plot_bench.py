@@ -21,8 +21,9 @@ from collections import defaultdict
 NS = [512, 1024, 2048, 4096, 8192, 16384]
 LAB5_VERSIONS = ["mma_only", "ldmatrix", "swizzle", "pipelined", "register_p", "exp2_fma", "lazy_rescale"]
 LAB5_BEST = "lab5:lazy_rescale"  # course::lab5::Version::best
-LAB8_VERSIONS = ["wgmma", "tma", "pipelined", "warp_specialized"]  # course::lab8::Version, in order
-LAB8_BEST = "lab8:pipelined"  # course::lab8::Version::best
+LAB8_VERSIONS = ["wgmma", "tma", "pipelined", "warp_specialized", "causal_skip", "intra_wg_overlap",
+                 "pingpong"]  # course::lab8::Version, in order
+LAB8_BEST = "lab8:warp_specialized"  # course::lab8::Version::best
 # The staircases: (lab, title, the bars from left to right). Each starts from what the lab
 # builds on: lab 5's from lab 4 (CUDA cores), lab 8's from lab 5's shipped kernel.
 STAIRCASES = [
@@ -230,7 +231,7 @@ STYLE = {
     "torch:cudnn": dict(color="#17becf", marker="P", lw=1.4, ls="--"),
 }
 LAB5_COLORS = ["#fee6ce", "#fdd0a2", "#fdae6b", "#fd8d3c", "#f16913", "#d94801", "#8c2d04"]
-LAB8_COLORS = ["#bcbddc", "#807dba", "#54278f", "#2a0052"]  # light to dark: wgmma .. warp_specialized
+LAB8_COLORS = ["#dadaeb", "#bcbddc", "#9e9ac8", "#807dba", "#6a51a3", "#54278f", "#2a0052"]  # light to dark: wgmma .. pingpong
 
 
 def style(impl):

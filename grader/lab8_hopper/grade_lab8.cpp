@@ -21,19 +21,10 @@
 
 using course::DType;
 using course::lab8::Version;
+using course::lab8::version_name;
 using gpu_grading::Config;
 
 namespace {
-
-const char* version_name(Version v) {
-  switch (v) {
-    case Version::wgmma: return "wgmma";
-    case Version::tma: return "tma";
-    case Version::pipelined: return "pipelined";
-    case Version::warp_specialized: return "warp_specialized";
-  }
-  return "?";
-}
 
 // Skips the check unless a CUDA device of compute capability 9.0 is here: wgmma and TMA as this
 // lab uses them exist on sm_90a only (H100, H200), and the lab is compiled for nothing else.
@@ -130,7 +121,7 @@ TEST_CASE("best: large shapes against the GPU fp64 reference" * grading::points(
 
 TEST_CASE("staircase: every version matches the reference" * grading::points(3)) {
   require_hopper();
-  for (Version v : {Version::wgmma, Version::tma, Version::pipelined, Version::warp_specialized}) {
+  for (Version v : course::lab8::kAllVersions) {
     small_shapes(DType::bf16, v);
     causal_unequal(DType::fp16, v);
     Config c;  // several tiles of both kinds, so that every stage is refilled and wraps its phase

@@ -88,6 +88,12 @@ void dispatch_version(Version version, const KernelParams& params, const TensorM
       return launch_shipped<kHeadDim, Version::pipelined, T>(params, maps, batch_heads, stream);
     case Version::warp_specialized:
       return launch_shipped<kHeadDim, Version::warp_specialized, T>(params, maps, batch_heads, stream);
+    case Version::causal_skip:
+      return launch_shipped<kHeadDim, Version::causal_skip, T>(params, maps, batch_heads, stream);
+    case Version::intra_wg_overlap:
+      return launch_shipped<kHeadDim, Version::intra_wg_overlap, T>(params, maps, batch_heads, stream);
+    case Version::pingpong:
+      return launch_shipped<kHeadDim, Version::pingpong, T>(params, maps, batch_heads, stream);
   }
   throw BadInput("lab8::flash_attention_forward: unknown Version value");
 }

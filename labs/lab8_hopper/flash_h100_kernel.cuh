@@ -2,7 +2,7 @@
 //
 // One kernel template, `flash_h100_forward_kernel<Cfg, Step, T>`, built from small device
 // functions. Cfg is the tile shape (TileConfig), Step the traits type of one step of the
-// staircase (flash_h100_config.cuh: V1_Wgmma, V2_Tma, V3_Pipelined), whose flags switch each
+// staircase (flash_h100_config.cuh: V1_Wgmma .. V7_Pingpong), whose flags switch each
 // idea on with `if constexpr`; T the 16-bit element type. The pieces it uses live in
 //   flash_h100_config.cuh   the steps, TileConfig, the shared-memory layout, KernelParams
 //   flash_h100_load.cuh     16-byte loads into the swizzle, TMA tile copies, the barrier wait
@@ -23,6 +23,7 @@
 
 #include <cstdint>
 
+#include "course/causal_tiles.cuh"
 #include "flash_h100_config.cuh"
 #include "flash_h100_load.cuh"
 #include "flash_h100_softmax.cuh"
@@ -44,16 +45,25 @@ __device__ __forceinline__ uint32_t k_major_step_offset(int kk) {
 
 // Line 8: S = Q_i K_j^T for this warpgroup's 64 rows and the tile's kBlockN keys: d/16 wgmma
 // (m64 n=kBlockN k16), both operands K-major in shared memory. The warpgroup's 64 rows of Q
-// start 64 * 128 bytes into each column block of the Q tile. wgmma only starts the product:
-// wait_group<0> is what makes s readable, and fence_operand keeps the compiler from moving
-// reads of s above it.
+// start 64 * 128 bytes into each column block of the Q tile. wgmma only starts the product and
+// the products of one call form one commit group: s is readable once that group has completed
+// (wgmma_wait_group), and fence_operand keeps the compiler from moving reads of s above the wait.
+template <class Cfg, class T>
+__device__ __forceinline__ void issue_scores(float (&s)[Cfg::kBlockN / 2], uint32_t q_tile,
+                                             uint32_t k_tile, int warpgroup) {
+  // TODO: issue_scores (see the lab README)
+  // zero s (wgmma names it read-write), wgmma_fence, then for kk < d/16 one wgmma_ss<kBlockN, T>
+  // with desc_k_major_sw128(tile + k_major_step_offset<rows>(kk)) for Q (+ 64 * 128 * warpgroup)
+  // and K, accumulating from kk = 1 on; commit the group
+}
+
+// Line 8 to the end: the scores, waited for (steps 1-5: nothing else is in flight).
 template <class Cfg, class T>
 __device__ __forceinline__ void compute_scores(float (&s)[Cfg::kBlockN / 2], uint32_t q_tile,
                                                uint32_t k_tile, int warpgroup) {
-  // TODO: compute_scores (see the lab README)
-  // zero s (wgmma names it read-write), wgmma_fence, then for kk < d/16 one wgmma_ss<kBlockN, T>
-  // with desc_k_major_sw128(tile + k_major_step_offset<rows>(kk)) for Q (+ 64 * 128 * warpgroup)
-  // and K, accumulating from kk = 1 on; commit, wait_group<0>, fence_operand(s)
+  issue_scores<Cfg, T>(s, q_tile, k_tile, warpgroup);
+  wgmma_wait_group<0>();
+  fence_operand(s);
 }
 
 // P as the A operand of O += P V, in registers (DESIGN.md section 4): the A fragment of k-step
@@ -79,18 +89,27 @@ __device__ __forceinline__ void pack_p(uint32_t (&p)[kBlockN / 16][4], const flo
 }
 
 // Line 10, P V half: O += P V_j, kBlockN/16 wgmma (m64 n=d k16) with P from registers and V
-// from shared memory. V's tile is [keys][d]: for this product keys are K and d is N, so V is
-// MN-major (trans-b = 1): LBO = the distance between its 64-column blocks (kBlockN * 128 bytes;
-// used at d = 128 only), SBO = 1024 (8 keys), and k-step kk starts 16 keys = 2048 bytes further.
-// The wgmma_fence is required here: o was just rescaled and p packed by ordinary instructions.
+// from shared memory, as one commit group. V's tile is [keys][d]: for this product keys are K and
+// d is N, so V is MN-major (trans-b = 1): LBO = the distance between its 64-column blocks
+// (kBlockN * 128 bytes; used at d = 128 only), SBO = 1024 (8 keys), and k-step kk starts 16 keys
+// = 2048 bytes further. The wgmma_fence is required here: o was just rescaled and p packed by
+// ordinary instructions. Until the group completes, the product reads p and writes o.
+template <class Cfg, class T>
+__device__ __forceinline__ void issue_pv(float (&o)[Cfg::kHeadDim / 2],
+                                         const uint32_t (&p)[Cfg::kBlockN / 16][4], uint32_t v_tile) {
+  // TODO: issue_pv (see the lab README)
+  // fence_operand(o), wgmma_fence, kBlockN/16 x wgmma_rs<d, T, /*trans_b=*/1>(o, p[kk],
+  // desc_mn_major_sw128(v_tile + 2048 * kk, kBlockN * 128), true); commit the group
+}
+
+// Line 10 to the end: O += P V_j, waited for (steps 1-5).
 template <class Cfg, class T>
 __device__ __forceinline__ void accumulate_pv(float (&o)[Cfg::kHeadDim / 2],
                                               const uint32_t (&p)[Cfg::kBlockN / 16][4],
                                               uint32_t v_tile) {
-  // TODO: accumulate_pv (see the lab README)
-  // fence_operand(o), wgmma_fence, kBlockN/16 x wgmma_rs<d, T, /*trans_b=*/1>(o, p[kk],
-  // desc_mn_major_sw128(v_tile + 2048 * kk, kBlockN * 128), true); commit, wait_group<0>,
-  // fence_operand(o)
+  issue_pv<Cfg, T>(o, p, v_tile);
+  wgmma_wait_group<0>();
+  fence_operand(o);
 }
 
 // Set S to -inf where the key does not exist (past Nk; TMA filled those K rows with zeros, which
@@ -127,6 +146,23 @@ __device__ __forceinline__ void store_output(const float (&o)[kHeadDim / 2], con
 template <class Cfg>
 __device__ __forceinline__ int kv_tiles(int nk) {
   return (nk + Cfg::kBlockN - 1) / Cfg::kBlockN;
+}
+
+// The K/V tiles the query tile starting at row q0 visits: every tile up to step 4; from step 5
+// on, a causal query tile stops after the tile holding its last row's last visible key
+// (course/causal_tiles.cuh, as lab 5). Zero when no row of the tile sees any key.
+template <class Cfg, class Step>
+__device__ __forceinline__ int tiles_to_visit(int q0, int nq, int nk, bool causal) {
+  if constexpr (Step::causal_skip) return kv_tiles_to_visit<Cfg>(q0, nq, nk, causal);
+  return kv_tiles<Cfg>(nk);
+}
+
+// The first tile that needs apply_mask for the 64 rows from first_row on. Up to step 4 a causal
+// problem masks every tile; from step 5 on only the tiles that cross these rows' diagonal or Nk.
+template <class Cfg, class Step>
+__device__ __forceinline__ int first_masked_tile(int first_row, int nq, int nk, bool causal) {
+  if constexpr (Step::causal_skip) return kv_tiles_without_mask<Cfg>(first_row, nq, nk, causal);
+  return causal ? 0 : nk / Cfg::kBlockN;
 }
 
 // Steps 1-3: every thread loads (step 1) or waits for the copy engine (steps 2-3) and computes.
@@ -244,11 +280,67 @@ __device__ __forceinline__ void consume_tiles(const unsigned char* smem,
   T* o_head = static_cast<T*>(params.o) + static_cast<int64_t>(head) * nq * D;
   float* lse_head = params.lse + static_cast<int64_t>(head) * nq;
   const uint32_t q_tile = smem_address(smem);
+  const int first_masked = first_masked_tile<Cfg, Step>(first_row, nq, nk, params.causal);
   // TODO: consume_tiles (see the lab README)
   // line 5: o = 0, row_max = -inf, row_sum = 0; wait for Q (q_full, parity 0)
   // per tile j (stage j % kStages, parity (j / kStages) & 1): wait k_full; compute_scores (its
-  // wait_group<0> ends this warpgroup's reads of K); release_stage(k_empty); mask as step 3;
+  // wait_group<0> ends this warpgroup's reads of K); release_stage(k_empty); mask from tile
+  // first_masked on;
   // online_softmax; pack_p; wait v_full; accumulate_pv; release_stage(v_empty)
+  // lines 12-15: store_output
+}
+
+// ------------------------------------------------------------------------------------------
+// Steps 6-7: the two products of neighbouring tiles in flight together
+// ------------------------------------------------------------------------------------------
+
+// Step 7's turns (FA3's ping-pong): consumer c may issue its products once the other consumer
+// has issued its own. Named barrier 1 + c (0 is __syncthreads') counts 256 threads: consumer c's
+// 128 wait on it (bar.sync), the other consumer's 128 arrive (bar.arrive, no wait). Consumer 1
+// arrives once before its first turn so that consumer 0 goes first, and not after its last turn,
+// so every arrival is matched by a wait and no barrier is left half-counted at exit.
+template <class Step>
+__device__ __forceinline__ void take_turn(int consumer) {
+  if constexpr (Step::pingpong) named_barrier_sync(1 + consumer, 256);
+}
+template <class Step>
+__device__ __forceinline__ void pass_turn(int consumer) {
+  if constexpr (Step::pingpong) named_barrier_arrive(1 + (consumer ^ 1), 256);
+}
+
+// A consumer warpgroup of steps 6-7. Iteration j issues S_j = Q K_j^T and then O += P_{j-1} V_{j-1}
+// (two commit groups), waits for the older group to finish only as far as S_j (wait_group<1>),
+// and computes the softmax of S_j while the tensor cores still multiply P_{j-1} V_{j-1}. O may be
+// rescaled (line 10) only when that product has finished (wait_group<0>), and P_j packed only
+// then, since the product still reads P_{j-1}'s registers. Tile 0's scores form the prologue, the
+// last tile's P V the epilogue. Each consumer issues n_tiles + 1 times (step 7 alternates them).
+template <class Cfg, class Step, class T>
+__device__ __forceinline__ void consume_tiles_overlapped(const unsigned char* smem,
+                                                         StageBarriers<SmemLayout<Cfg, Step>::kStages>& bar,
+                                                         const KernelParams& params, int q0, int head,
+                                                         int consumer, int n_tiles) {
+  using Smem = SmemLayout<Cfg, Step>;
+  constexpr int kStages = Smem::kStages;
+  constexpr int N = Cfg::kBlockN, D = Cfg::kHeadDim;
+  const int nq = params.nq, nk = params.nk;
+  const int thread_in_warpgroup = threadIdx.x % 128;
+  const int first_row = q0 + 64 * consumer;
+  T* o_head = static_cast<T*>(params.o) + static_cast<int64_t>(head) * nq * D;
+  float* lse_head = params.lse + static_cast<int64_t>(head) * nq;
+  const uint32_t q_tile = smem_address(smem);
+  const int first_masked = first_masked_tile<Cfg, Step>(first_row, nq, nk, params.causal);
+  const auto k_tile = [&](int stage) { return smem_address(smem + Smem::kKOffset + stage * Smem::kTileBytes); };
+  const auto v_tile = [&](int stage) { return smem_address(smem + Smem::kVOffset + stage * Smem::kTileBytes); };
+  // TODO: consume_tiles_overlapped (see the lab README)
+  // line 5 and the wait for Q as step 4; if n_tiles > 0:
+  // prologue (tile 0): wait k_full; [turn] issue_scores; wait_group<0>; release K; mask;
+  // softmax_tile (alpha unused: O is still 0); pack_p
+  // j = 1 .. n_tiles-1: wait k_full of j and v_full of j-1; [turn] issue_scores (S_j), issue_pv
+  // (P_{j-1} V_{j-1}); wait_group<1>, fence s; release K_j; mask; softmax_tile -> alpha;
+  // wait_group<0>, fence o; release V_{j-1}; rescale_output(o, alpha); pack_p
+  // epilogue: wait v_full of the last tile; [turn] issue_pv; wait_group<0>; release V
+  // [turn] = take_turn before the issue, pass_turn after it (consumer 1 not after its last);
+  // consumer 1 passes once before the prologue
   // lines 12-15: store_output
 }
 
@@ -265,21 +357,26 @@ __device__ __forceinline__ void forward_warp_specialized(const CUtensorMap& q_ma
   constexpr int kStages = Smem::kStages;
   static_assert(kStages >= 2, "step 4 overlaps a tile's loads with the previous tile's math");
   static_assert(Budget::kThreads == kThreadsOf<Cfg, Step>, "one producer warpgroup");
+  static_assert(!Step::pingpong || Budget::kConsumers == 2, "ping-pong takes turns between two consumers");
   extern __shared__ unsigned char smem_raw[];
   unsigned char* smem = reinterpret_cast<unsigned char*>(
       (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   __shared__ __align__(8) StageBarriers<kStages> bar;
 
   const int head = blockIdx.y;  // b * H + h
-  const int q0 = blockIdx.x * Cfg::kBlockM;
-  const int n_tiles = kv_tiles<Cfg>(params.nk);
-  const int warpgroup = threadIdx.x / 128;
+  // Step 5, causal: the last query tiles see the most keys; launching them first keeps the SMs
+  // busy at the end of the grid with the short tiles instead of the long ones (as lab 5).
+  const int q_block = Step::causal_skip && params.causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+  const int q0 = q_block * Cfg::kBlockM;
+  const int n_tiles = tiles_to_visit<Cfg, Step>(q0, params.nq, params.nk, params.causal);
+  const int warpgroup = __shfl_sync(0xffffffffu, int(threadIdx.x) / 128, 0);
   // TODO: forward_warp_specialized (see the lab README)
   // thread 0: mbarrier_init q_full, k_full, v_full with count 1, k_empty and v_empty with one
   // arrival per consumer warp; fence_mbarrier_init; __syncthreads (the last one)
   // warpgroup 0: setmaxnreg_dec<Budget::kProducer>; in warp 0, elect_one_sync() picks the thread
   // that prefetches the maps and runs produce_tiles; everyone else in warpgroup 0 is done
-  // warpgroups 1..: setmaxnreg_inc<Budget::kConsumer>; consume_tiles as consumer warpgroup - 1
+  // warpgroups 1..: setmaxnreg_inc<Budget::kConsumer>; consume_tiles (steps 6-7:
+  // consume_tiles_overlapped) as consumer warpgroup - 1
 }
 
 // ------------------------------------------------------------------------------------------

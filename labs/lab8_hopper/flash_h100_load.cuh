@@ -48,16 +48,22 @@ __device__ __forceinline__ void tma_load_tile(unsigned char* tile, const CUtenso
 
 // Waiting for a barrier phase. A protocol mistake (a wrong parity, a transaction count that
 // never reaches zero) makes a plain wait spin forever; this one gives up after about 8 s at the
-// H200's clock and traps, so the launch fails with an error the host sees ("unspecified launch
-// failure") instead of hanging the GPU. The clock is read only once the first try has failed,
-// so a wait that succeeds at once costs what mbarrier_wait_parity costs.
+// H200's clock and stops the kernel, so the launch fails with an error the host sees instead of
+// hanging the GPU. The clock is read only once the first try has failed, so a wait that
+// succeeds at once costs what mbarrier_wait_parity costs.
+//
+// It stops the kernel with `brkpt`, not `__trap()`: with a trap anywhere in the code that
+// follows setmaxnreg, ptxas 13.0 stops honouring setmaxnreg when it allocates registers and
+// gives every warpgroup the 168 of the launch, so step 6's consumers (S, P and O live together,
+// about 200 registers at d = 128) spill 200 bytes. With brkpt it allocates up to 240 there, as
+// it should. Without a debugger attached, brkpt ends the launch with an error, as a trap does.
 constexpr long long kBarrierTimeoutCycles = 1LL << 34;
 
 __device__ __forceinline__ void wait_barrier(uint64_t* bar, uint32_t parity) {
   if (mbarrier_try_wait_parity(bar, parity)) return;
   const long long start = clock64();
   while (!mbarrier_try_wait_parity(bar, parity)) {
-    if (clock64() - start > kBarrierTimeoutCycles) __trap();
+    if (clock64() - start > kBarrierTimeoutCycles) asm volatile("brkpt;");
   }
 }
 

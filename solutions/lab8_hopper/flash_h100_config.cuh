@@ -22,6 +22,9 @@ struct V1_Wgmma {
   static constexpr bool tma = false;        // tiles copied by TMA, completion on an mbarrier
   static constexpr bool pipelined = false;  // several K/V stages, loads issued ahead
   static constexpr bool warp_specialized = false;  // a producer warpgroup feeds the others
+  static constexpr bool causal_skip = false;       // causal: only the visible K/V tiles
+  static constexpr bool intra_wg_overlap = false;  // softmax of tile j under P_{j-1} V_{j-1}
+  static constexpr bool pingpong = false;          // consumer warpgroups alternate their GEMMs
 };
 // One thread issues a TMA copy per 64-column block of a tile; everybody waits on the barrier.
 struct V2_Tma : V1_Wgmma {
@@ -43,6 +46,27 @@ struct V4_WarpSpecialized : V3_Pipelined {
   static constexpr Version kVersion = Version::warp_specialized;
   static constexpr bool warp_specialized = true;
 };
+// Causal: a query tile visits only the K/V tiles up to its last row's diagonal, and only the
+// tiles that cross the diagonal (or Nk) are masked; the heaviest query tiles are launched first.
+// Steps 1-4 do all of a causal problem's tiles and mask every one: twice the work at large N.
+struct V5_CausalSkip : V4_WarpSpecialized {
+  static constexpr Version kVersion = Version::causal_skip;
+  static constexpr bool causal_skip = true;
+};
+// Inside a consumer warpgroup, the two products of neighbouring tiles are issued together:
+// S_j = Q K_j^T, then O += P_{j-1} V_{j-1}; the softmax of S_j runs while the tensor cores do
+// P_{j-1} V_{j-1} (FA3's intra-warpgroup overlap). One tile of prologue and of epilogue.
+struct V6_IntraWgOverlap : V5_CausalSkip {
+  static constexpr Version kVersion = Version::intra_wg_overlap;
+  static constexpr bool intra_wg_overlap = true;
+};
+// The two consumer warpgroups take turns issuing their pair of products (two named barriers), so
+// that one warpgroup's exponentials run while the other's products keep the tensor cores busy
+// (FA3's ping-pong schedule).
+struct V7_Pingpong : V6_IntraWgOverlap {
+  static constexpr Version kVersion = Version::pingpong;
+  static constexpr bool pingpong = true;
+};
 
 template <Version kVersion>
 struct StepOf;
@@ -61,6 +85,18 @@ struct StepOf<Version::pipelined> {
 template <>
 struct StepOf<Version::warp_specialized> {
   using type = V4_WarpSpecialized;
+};
+template <>
+struct StepOf<Version::causal_skip> {
+  using type = V5_CausalSkip;
+};
+template <>
+struct StepOf<Version::intra_wg_overlap> {
+  using type = V6_IntraWgOverlap;
+};
+template <>
+struct StepOf<Version::pingpong> {
+  using type = V7_Pingpong;
 };
 
 // ------------------------------------------------------------------------------------------

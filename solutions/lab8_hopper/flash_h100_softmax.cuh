@@ -21,21 +21,21 @@ __device__ __forceinline__ float exp2_approx(float x) {
   return y;
 }
 
-// Line 9 and the rescale of line 10, on the kBlockN scores s of this thread's two rows:
+// Line 9, on the kBlockN scores s of this thread's two rows:
 //   m_new = max(m_old, rowmax(S));   P = 2^(S*c - m_new*c) with c = scale*log2(e)
-//   alpha = 2^(m_old*c - m_new*c);   l = alpha*l + rowsum(P);   O = alpha*O
-// S is overwritten by P. m is kept in raw score units; row_sum is this lane's part of l (the quad
-// adds the parts once, in store_output). A row that has seen only -inf keeps m = -inf: we
-// subtract 0 instead, so P = 2^-inf = 0 and no NaN comes from -inf - -inf.
-template <int kBlockN, int kHeadDim>
-__device__ __forceinline__ void online_softmax(float (&s)[kBlockN / 2], float (&o)[kHeadDim / 2],
-                                               float (&row_max)[2], float (&row_sum)[2],
-                                               float scale_log2) {
-  // BEGIN SOLUTION online_softmax device
+//   alpha = 2^(m_old*c - m_new*c);   l = alpha*l + rowsum(P)
+// S is overwritten by P; alpha[r] is the factor by which row r of O must be rescaled (the rescale
+// half of line 10, rescale_output) before P V is added. m is kept in raw score units; row_sum is
+// this lane's part of l (the quad adds the parts once, in store_output). A row that has seen only
+// -inf keeps m = -inf: we subtract 0 instead, so P = 2^-inf = 0 and no NaN comes from -inf - -inf.
+template <int kBlockN>
+__device__ __forceinline__ void softmax_tile(float (&s)[kBlockN / 2], float (&row_max)[2],
+                                             float (&row_sum)[2], float scale_log2,
+                                             float (&alpha)[2]) {
+  // BEGIN SOLUTION softmax_tile device
   //! row r (0 or 1) is s[4j + 2r] and s[4j + 2r + 1] for j < kBlockN/8: reduce its max over the
   //! quad, guard the fully masked row (subtract 0 when m_new = -inf), exponentiate with one FFMA
-  //! and exp2_approx, rescale row_sum and o (o[4j + 2r + c] belongs to row r) by alpha
-  float alpha[2];
+  //! and exp2_approx, update row_sum; alpha[r] = 1 when the max did not move
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     float tile_max = -INFINITY;
@@ -58,9 +58,25 @@ __device__ __forceinline__ void online_softmax(float (&s)[kBlockN / 2], float (&
     row_max[r] = m_new;
     row_sum[r] = alpha[r] * row_sum[r] + sum;
   }
+  // END SOLUTION
+}
+
+// The rescale half of line 10: O = diag(alpha) O. o[4j + 2r + c] belongs to row r.
+template <int kHeadDim>
+__device__ __forceinline__ void rescale_output(float (&o)[kHeadDim / 2], const float (&alpha)[2]) {
 #pragma unroll
   for (int i = 0; i < kHeadDim / 2; ++i) o[i] *= alpha[(i >> 1) & 1];
-  // END SOLUTION
+}
+
+// Line 9 and the rescale of line 10 together (steps 1-5: O is not being written by a product
+// while the softmax runs; step 6 calls the two halves apart).
+template <int kBlockN, int kHeadDim>
+__device__ __forceinline__ void online_softmax(float (&s)[kBlockN / 2], float (&o)[kHeadDim / 2],
+                                               float (&row_max)[2], float (&row_sum)[2],
+                                               float scale_log2) {
+  float alpha[2];
+  softmax_tile<kBlockN>(s, row_max, row_sum, scale_log2, alpha);
+  rescale_output<kHeadDim>(o, alpha);
 }
 
 }  // namespace course::lab8::detail
