@@ -94,6 +94,10 @@ bool run(const Case& c, std::mt19937_64& rng) {
   CHECK(cudaMemcpy(dv, v.data(), nk_el * 2, cudaMemcpyHostToDevice));
   CHECK(cudaMemset(dout, 0xFF, nq_el * 2));  // NaN: an unwritten element shows
   CHECK(cudaMemset(dlse, 0xFF, size_t(B) * H * c.nq * 4));
+  // The copies and memsets above ran on the legacy default stream, which a non-blocking stream
+  // does not wait for: without this the kernel could read inputs not yet copied, and the poison
+  // could land on top of its output (seen when the GPU was shared with other processes).
+  CHECK(cudaDeviceSynchronize());
   cudaStream_t stream;
   CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   course::lab8::ForwardOptions options;
@@ -133,7 +137,7 @@ bool run(const Case& c, std::mt19937_64& rng) {
   const double scale = 1.0 / std::sqrt(double(d));
   double err_o = 0, err_lse = 0;
   int nonfinite = 0, lse_wrong_inf = 0;
-  std::vector<double> s(c.nk);
+  std::vector<double> s(c.nk), p(c.nk);
   for (int h = 0; h < B * H; ++h)
     for (int i = 0; i < c.nq; ++i) {
       const double* qi = &qd[(size_t(h) * c.nq + i) * d];
@@ -146,7 +150,7 @@ bool run(const Case& c, std::mt19937_64& rng) {
         m = std::max(m, s[j]);
       }
       double l = 0;
-      for (int j = 0; j < c.nk; ++j) l += m == -INFINITY ? 0.0 : std::exp(s[j] - m);
+      for (int j = 0; j < c.nk; ++j) l += p[j] = m == -INFINITY ? 0.0 : std::exp(s[j] - m);
       const double ref_lse = l > 0 ? m + std::log(l) : -INFINITY;
       const float got_lse = lse[size_t(h) * c.nq + i];
       if (std::isnan(got_lse)) ++nonfinite;
@@ -155,7 +159,7 @@ bool run(const Case& c, std::mt19937_64& rng) {
       for (int x = 0; x < d; ++x) {
         double ref = 0;
         if (l > 0)
-          for (int j = 0; j < c.nk; ++j) ref += std::exp(s[j] - m) / l * vd[(size_t(h) * c.nk + j) * d + x];
+          for (int j = 0; j < c.nk; ++j) ref += p[j] / l * vd[(size_t(h) * c.nk + j) * d + x];
         const float got = from_bits(out[(size_t(h) * c.nq + i) * d + x], c.dtype);
         if (!std::isfinite(got)) ++nonfinite;
         else err_o = std::max(err_o, std::fabs(got - ref));
