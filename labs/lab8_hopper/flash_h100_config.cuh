@@ -172,7 +172,7 @@ struct SmemLayout {
 // ------------------------------------------------------------------------------------------
 
 struct KernelParams {
-  const void* q;  // [B*H, Nq, d] (read directly by step 1; steps 2-3 read through the maps)
+  const void* q;  // [B*H, Nq, d] (read directly by step 1; steps 2-7 read through the maps)
   const void* k;  // [B*H, Nk, d]
   const void* v;  // [B*H, Nk, d]
   void* o;        // [B*H, Nq, d]

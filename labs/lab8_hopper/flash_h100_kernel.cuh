@@ -142,7 +142,7 @@ __device__ __forceinline__ void store_output(const float (&o)[kHeadDim / 2], con
 // ------------------------------------------------------------------------------------------
 
 // Steps 1-4 visit every K/V tile, also the ones a causal query tile cannot see (they are masked
-// to -inf entirely): correct first; skipping them is step 7 (DESIGN.md section 3).
+// to -inf entirely): correct first; skipping them is step 5 (tiles_to_visit below).
 template <class Cfg>
 __device__ __forceinline__ int kv_tiles(int nk) {
   return (nk + Cfg::kBlockN - 1) / Cfg::kBlockN;

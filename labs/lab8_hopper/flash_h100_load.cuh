@@ -47,7 +47,7 @@ __device__ __forceinline__ void tma_load_tile(unsigned char* tile, const CUtenso
 }
 
 // Waiting for a barrier phase. A protocol mistake (a wrong parity, a transaction count that
-// never reaches zero) makes a plain wait spin forever; this one gives up after about 8 s at the
+// never reaches zero) makes a plain wait spin forever; this one gives up after about 9 s at the
 // H200's clock and stops the kernel, so the launch fails with an error the host sees instead of
 // hanging the GPU. The clock is read only once the first try has failed, so a wait that
 // succeeds at once costs what mbarrier_wait_parity costs.
