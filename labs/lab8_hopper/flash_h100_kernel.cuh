@@ -218,6 +218,41 @@ __device__ __forceinline__ void forward_one_role(const CUtensorMap& q_map, const
 // Step 4: a producer warpgroup and consumer warpgroups (DESIGN.md sections 3 and 5)
 // ------------------------------------------------------------------------------------------
 
+// One consumer warpgroup's 64 query rows of one head (steps 4-7): where they start, where their
+// O and LSE go, and from which K/V tile on their scores need apply_mask.
+template <class Cfg, class Step, class T>
+struct ConsumerRows {
+  const KernelParams& params;
+  int thread_in_warpgroup;  // 0..127
+  int first_row;            // this consumer's first query row
+  T* o_head;
+  float* lse_head;
+  int first_masked;         // the first tile that needs apply_mask for these rows
+
+  __device__ __forceinline__ ConsumerRows(const KernelParams& p, int q0, int head, int consumer)
+      : params(p),
+        thread_in_warpgroup(threadIdx.x % 128),
+        first_row(q0 + 64 * consumer),
+        o_head(static_cast<T*>(p.o) + static_cast<int64_t>(head) * p.nq * Cfg::kHeadDim),
+        lse_head(p.lse + static_cast<int64_t>(head) * p.nq),
+        first_masked(first_masked_tile<Cfg, Step>(first_row, p.nq, p.nk, p.causal)) {}
+
+  // Keys past Nk, and the causal future, in K/V tile j (step 4: every tile of a causal problem,
+  // as steps 1-3; from step 5 on only the tiles crossing these rows' diagonal or Nk).
+  __device__ __forceinline__ void mask(float (&s)[Cfg::kBlockN / 2], int j) const {
+    if (j >= first_masked)
+      apply_mask<Cfg::kBlockN>(s, first_row, j * Cfg::kBlockN, params.nq, params.nk, params.causal,
+                               thread_in_warpgroup);
+  }
+
+  // Lines 12-15.
+  __device__ __forceinline__ void store(const float (&o)[Cfg::kHeadDim / 2], const float (&row_max)[2],
+                                        const float (&row_sum)[2]) const {
+    store_output<Cfg::kHeadDim, T>(o, row_max, row_sum, o_head, lse_head, first_row, params.nq,
+                                   params.scale, thread_in_warpgroup);
+  }
+};
+
 // The barriers of step 4, in static shared memory (8-byte aligned). Per stage, K and V each have
 //   full:  count 1 -- the producer's arrive_expect_tx; the phase completes when the copy
 //          engine has also delivered the announced bytes (the tile is there);
@@ -274,13 +309,8 @@ __device__ __forceinline__ void consume_tiles(const unsigned char* smem,
   using Smem = SmemLayout<Cfg, Step>;
   constexpr int kStages = Smem::kStages;
   constexpr int N = Cfg::kBlockN, D = Cfg::kHeadDim;
-  const int nq = params.nq, nk = params.nk;
-  const int thread_in_warpgroup = threadIdx.x % 128;
-  const int first_row = q0 + 64 * consumer;  // this consumer's first query row
-  T* o_head = static_cast<T*>(params.o) + static_cast<int64_t>(head) * nq * D;
-  float* lse_head = params.lse + static_cast<int64_t>(head) * nq;
+  const ConsumerRows<Cfg, Step, T> rows(params, q0, head, consumer);
   const uint32_t q_tile = smem_address(smem);
-  const int first_masked = first_masked_tile<Cfg, Step>(first_row, nq, nk, params.causal);
   // TODO: consume_tiles (see the lab README)
   // line 5: o = 0, row_max = -inf, row_sum = 0; wait for Q (q_full, parity 0)
   // per tile j (stage j % kStages, parity (j / kStages) & 1): wait k_full; compute_scores (its
@@ -322,13 +352,8 @@ __device__ __forceinline__ void consume_tiles_overlapped(const unsigned char* sm
   using Smem = SmemLayout<Cfg, Step>;
   constexpr int kStages = Smem::kStages;
   constexpr int N = Cfg::kBlockN, D = Cfg::kHeadDim;
-  const int nq = params.nq, nk = params.nk;
-  const int thread_in_warpgroup = threadIdx.x % 128;
-  const int first_row = q0 + 64 * consumer;
-  T* o_head = static_cast<T*>(params.o) + static_cast<int64_t>(head) * nq * D;
-  float* lse_head = params.lse + static_cast<int64_t>(head) * nq;
+  const ConsumerRows<Cfg, Step, T> rows(params, q0, head, consumer);
   const uint32_t q_tile = smem_address(smem);
-  const int first_masked = first_masked_tile<Cfg, Step>(first_row, nq, nk, params.causal);
   const auto k_tile = [&](int stage) { return smem_address(smem + Smem::kKOffset + stage * Smem::kTileBytes); };
   const auto v_tile = [&](int stage) { return smem_address(smem + Smem::kVOffset + stage * Smem::kTileBytes); };
   // TODO: consume_tiles_overlapped (see the lab README)
