@@ -12,6 +12,8 @@
 //   lab5:<version>    course::lab5::flash_attention_forward, every Version, bf16
 //   lab8:<version>    course::lab8::flash_attention_forward (Hopper, sm_90a), every Version, bf16
 //   standard          course::reference::gpu::StandardAttention (cuBLAS, materialises S), bf16 and fp32
+//   cublas:gemm_peak  not attention: one bf16 cuBLAS GEMM, 8192^3 (gemm_peak.hpp), the dense peak
+//                     the report divides by; one row, d = 0, N = the GEMM's size, B = H = 1
 //   ("lab5" in --impls means every lab 5 version, "lab8" every lab 8 version.)
 //
 // Method (see bench/README.md):
@@ -56,6 +58,7 @@
 #include "attention_fp64.hpp"  // reference/gpu/
 #include "tolerances.hpp"       // grader/common: the sanity limit of a benchmark row
 #include "standard_attention.hpp"
+#include "gemm_peak.hpp"
 #if COURSE_HAVE_LAB5
 #include "course/lab5_tensor_core.hpp"
 #endif
@@ -78,7 +81,7 @@ constexpr int kRefRows = 1024;      // rows of head (0, 0) checked against fp64
 
 // ---------------------------------------------------------------- options and rows
 
-enum class Kind { lab4, lab5, lab8, standard };
+enum class Kind { lab4, lab5, lab8, standard, gemm_peak };
 
 struct Impl {
   std::string name;
@@ -365,6 +368,8 @@ struct Bench {
 #else
         break;
 #endif
+      case Kind::gemm_peak:
+        break;  // not attention: measure_gemm_peak_row()
       case Kind::lab8:
 #if COURSE_HAVE_LAB8
         return [this, O, L, causal, t, shape, impl](int s) {
@@ -383,6 +388,34 @@ struct Bench {
     throw std::runtime_error("implementation not built: " + impl.name);
   }
 
+  // The row of cublas:gemm_peak (see the top of this file and gemm_peak.hpp).
+  void measure_gemm_peak_row(const std::string& name) {
+    Row r{name, DType::bf16, 0, 0, 8192, 1, 1};
+    if (context_lost) {
+      r.status = "skipped:CUDA context lost after an earlier error";
+    } else if (elapsed_s() >= opt.budget_s) {
+      r.status = "skipped:time budget spent";
+    } else {
+      try {
+        const bench::GemmPeak g = bench::measure_gemm_peak(stream, opt.max_reps, r.N);
+        r.ms = g.ms;
+        r.tflops = g.tflops;
+        r.peak_mem = r.measured_mem = g.bytes;
+        r.max_abs_err = g.max_err;
+        r.reps = g.reps;
+        if (std::isnan(g.max_err))
+          r.status = "nonfinite";
+        else if (g.max_err > grading::benchmark_sanity_limit("bf16"))
+          r.status = "wrong";
+      } catch (const std::exception& e) {
+        r.status = std::string("error:") + e.what();
+        cudaGetLastError();
+        context_lost = cudaDeviceSynchronize() != cudaSuccess;
+      }
+    }
+    emit(r);
+  }
+
   void run(const std::vector<Impl>& impls) {
     const std::vector<int> ns = !opt.ns.empty() ? opt.ns
                                 : opt.quick ? std::vector<int>{512, 2048}
@@ -390,8 +423,13 @@ struct Bench {
     for (const std::string& dname : opt.dtypes) {
       const DType t = dname == "fp32" ? DType::fp32 : DType::bf16;
       std::vector<const Impl*> todo;
-      for (const Impl& im : impls)
+      for (const Impl& im : impls) {
+        if (im.kind == Kind::gemm_peak) {
+          if (t == DType::bf16) measure_gemm_peak_row(im.name);  // once, before the attention rows
+          continue;
+        }
         if (t == DType::bf16 || (im.kind != Kind::lab5 && im.kind != Kind::lab8)) todo.push_back(&im);
+      }
       if (todo.empty()) continue;
       bool inputs_ok = false;
       std::string input_error;
@@ -456,8 +494,8 @@ void usage() {
   std::printf(
       "usage: bench_attention --out FILE.csv [--quick] [--impls a,b,...] [--dtypes bf16,fp32]\n"
       "                       [--ns N1,N2,...] [--budget-s SECONDS] [--max-reps N] [--seed S] [--list]\n"
-      "  impls: lab4, standard, lab5 (every version), lab5:<version>, lab8 (every version) or\n"
-      "         lab8:<version>\n"
+      "  impls: lab4, standard, lab5 (every version), lab5:<version>, lab8 (every version),\n"
+      "         lab8:<version> or cublas:gemm_peak (the bf16 GEMM peak: one row)\n"
       "  ns: sequence lengths dividing 16384 (B = 16384 / N)\n");
 }
 
@@ -507,6 +545,7 @@ int main(int argc, char** argv) {
     all.push_back({std::string("lab8:") + course::lab8::version_name(v), Kind::lab8, int(v)});
 #endif
   all.push_back({"standard", Kind::standard});
+  all.push_back({"cublas:gemm_peak", Kind::gemm_peak});
   if (list) {
     for (const Impl& im : all) std::printf("%s\n", im.name.c_str());
     return 0;

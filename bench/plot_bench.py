@@ -31,6 +31,11 @@ STAIRCASES = [
     ("lab8", "Lab 8 staircase (Hopper: wgmma, TMA)", [LAB5_BEST] + [f"lab8:{v}" for v in LAB8_VERSIONS]),
 ]
 TORCH = ["torch:math", "torch:efficient", "torch:flash", "torch:cudnn"]
+# Not attention: bench_attention's one bf16 cuBLAS GEMM (bench/gemm_peak.hpp), the dense peak of
+# this run; its row has d = 0 and N = the GEMM's size M = N = K.
+GEMM_PEAK = "cublas:gemm_peak"
+# The kernels whose share of that peak the report gives, where they ran.
+PEAK_SHARE = [LAB5_BEST, LAB8_BEST, "torch:flash", "torch:cudnn"]
 GOOD = ("ok", "wrong", "nonfinite")  # rows that have a time
 
 
@@ -158,8 +163,49 @@ def fmt_ratio(x):
     return f"{x:.2f}x" if x else "n/a"
 
 
-def summary_lines(t):
-    """The ratios the course's targets need, and the staircase, as markdown lines."""
+def staircase_n(t):
+    """The N of the staircases and of the peak table: 4096, or the largest N measured."""
+    return 4096 if 4096 in t.ns() else (max(t.ns()) if t.ns() else None)
+
+
+def gemm_peak_tflops(peak):
+    """The GEMM peak's TFLOP/s, or None where its row is missing or not ok."""
+    if peak is None or peak["status"] != "ok" or not (peak["tflops"] > 0):
+        return None
+    return peak["tflops"]
+
+
+def peak_lines(t, peak):
+    """The bf16 dense peak of this run and each attention kernel's share of it, as markdown."""
+    if peak is None:
+        return [f"**bf16 dense peak**: not measured in this run (no `{GEMM_PEAK}` row).", ""]
+    g = gemm_peak_tflops(peak)
+    size = peak["N"]
+    if g is None:
+        return [f"**bf16 dense peak** (cuBLAS GEMM {size}³): {peak['status']}.", ""]
+    lines = [f"**bf16 dense peak**: a cuBLAS GEMM, {size}×{size}×{size}, bf16 in, fp32 accumulate, "
+             f"in this run: **{g:.1f} TFLOP/s** (2·M·N·K / median time, {peak['reps']} reps). "
+             "Share of it that each attention kernel reaches (its TFLOP/s / the GEMM's):", ""]
+    n = staircase_n(t)
+    cols = [(d, c) for d in (64, 128) for c in (0, 1)]
+    present = [i for i in PEAK_SHARE if any(t.tflops(i, "bf16", d, c, n) for d, c in cols)] if n else []
+    if not present:
+        return lines + ["(no attention kernel measured in bf16)", ""]
+    lines.append(f"| bf16, N = {n} | " + " | ".join(f"d={d}{' causal' if c else ''}" for d, c in cols) + " |")
+    lines.append("|---|" + "---|" * len(cols))
+    for i in present:
+        cells = []
+        for d, c in cols:
+            v = t.tflops(i, "bf16", d, c, n)
+            cells.append(f"{100 * v / g:.0f}%" if v else "")
+        lines.append(f"| {i} | " + " | ".join(cells) + " |")
+    lines.append("")
+    return lines
+
+
+def summary_lines(t, peak=None):
+    """The ratios the course's targets need, the staircases and the share of the GEMM peak, as
+    markdown lines."""
     lines = []
     big = [n for n in t.ns() if n >= 4096]
     mid = [n for n in t.ns() if n >= 2048]
@@ -192,7 +238,7 @@ def summary_lines(t):
                          + f" | {fmt_ratio(geomean(vals))} |")
         lines.append("")
     # The staircases at N = 4096.
-    n = 4096 if 4096 in t.ns() else (max(t.ns()) if t.ns() else None)
+    n = staircase_n(t)
     for lab, title, bars in STAIRCASES:
         own = [b for b in bars if b.startswith(lab + ":")]
         if n is None or not any(t.get(b, "bf16", d, 0, n) for b in own for d in (64, 128)):
@@ -217,6 +263,7 @@ def summary_lines(t):
                     prev[col] = v
             lines.append(f"| {step} | " + " | ".join(cells) + " |")
         lines.append("")
+    lines.extend(peak_lines(t, peak))
     return lines
 
 
@@ -386,8 +433,8 @@ def plot_memory(plt, t, gpu, gpu_mem_gib, path):
     plt.close(fig)
 
 
-def plot_staircase(plt, t, gpu, path, title, steps):
-    n = 4096 if 4096 in t.ns() else max(t.ns())
+def plot_staircase(plt, t, gpu, path, title, steps, peak=None):
+    n = staircase_n(t)
     cols = [(64, 0), (64, 1), (128, 0), (128, 1)]
     refs = ["torch:flash", "torch:cudnn"]
     fig, ax = plt.subplots(figsize=(13, 5.8))
@@ -411,6 +458,9 @@ def plot_staircase(plt, t, gpu, path, title, steps):
             if v is not None:
                 ax.hlines(v, ci - 0.42, ci + 0.42, colors=style(ref)["color"], linestyles="--",
                           label=ref if ci == 0 or not ax.get_legend_handles_labels()[1].count(ref) else None)
+    g = gemm_peak_tflops(peak)
+    if g:
+        ax.axhline(g, color="black", ls=":", lw=1.2, label=f"cuBLAS bf16 GEMM {peak['N']}³ (dense peak)")
     h, l = ax.get_legend_handles_labels()
     uniq = {}
     for hh, ll in zip(h, l):
@@ -422,14 +472,16 @@ def plot_staircase(plt, t, gpu, path, title, steps):
             v = t.tflops(ref, "bf16", d, c, n)
             if v:
                 ymax = max(ymax, v)
+    ymax = max(ymax, g or 0)
     ax.set_ylim(0, ymax * 1.3 if ymax > 0 else 1)
     ax.set_xticks(range(len(cols)))
     ax.set_xticklabels([f"d = {d}, {'causal' if c else 'not causal'}" for d, c in cols])
     ax.set_ylabel("speed (TFLOP/s)")
     ax.set_xlabel(f"configuration (bf16, N = {n}, B = {16384 // n})")
     ax.grid(True, axis="y", alpha=0.3)
-    ax.set_title(f"{title}: each version adds one technique (bf16, N = {n}) on {gpu};"
-                 " dashed: PyTorch's flash and cuDNN backends", fontsize=11)
+    ax.set_title(f"{title}: each version adds one technique (bf16, N = {n}) on {gpu};\n"
+                 "dashed: PyTorch's flash and cuDNN backends" + ("; dotted: a cuBLAS GEMM, the dense peak" if g else ""),
+                 fontsize=11)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -468,9 +520,12 @@ def main():
         if m:
             gpu_mem_gib = float(m.group(1)) / 1024
 
-    rows = load(args.csv)
+    all_rows = load(args.csv)
+    peaks = [r for r in all_rows if r["impl"] == GEMM_PEAK]
+    peak = peaks[-1] if peaks else None
+    rows = [r for r in all_rows if r["impl"] != GEMM_PEAK]  # the attention rows
     if not rows:
-        print("plot_bench: no rows in " + " ".join(args.csv), file=sys.stderr)
+        print("plot_bench: no attention rows in " + " ".join(args.csv), file=sys.stderr)
         return 1
     t = Table(rows)
     os.makedirs(args.out_dir, exist_ok=True)
@@ -485,7 +540,7 @@ def main():
         with open(args.merged_csv, "w", newline="") as f:
             w = csv.writer(f)
             w.writerow(cols)
-            for r in sorted(rows, key=lambda r: (r["dtype"], r["d"], r["causal"], r["N"], impl_order(r["impl"]))):
+            for r in sorted(all_rows, key=lambda r: (r["dtype"], r["d"], r["causal"], r["N"], impl_order(r["impl"]))):
                 w.writerow([r[c] if not isinstance(r[c], float) else (f"{r[c]:.6g}" if c not in ("peak_mem_bytes", "measured_mem_bytes") or math.isnan(r[c]) else str(int(r[c]))) for c in cols])
 
     pngs = {}
@@ -508,7 +563,7 @@ def main():
                     # lab 5's keeps its old name, so that earlier reports' links still hold.
                     key = "staircase" if lab == "lab5" else f"staircase_{lab}"
                     p = os.path.join(args.out_dir, f"{stem}_{key}.png")
-                    plot_staircase(plt, t, gpu, p, title, steps)
+                    plot_staircase(plt, t, gpu, p, title, steps, peak)
                     pngs[key] = p
         except Exception as e:  # noqa: BLE001
             plot_error = f"{type(e).__name__}: {e}"
@@ -531,7 +586,7 @@ def main():
     L.append("")
     L.append("## Summary")
     L.append("")
-    summary = summary_lines(t)
+    summary = summary_lines(t, peak)
     L.extend(summary)
     if pngs:
         L.append("## Plots")
