@@ -314,10 +314,9 @@ __device__ __forceinline__ void consume_tiles(const unsigned char* smem,
   // TODO: consume_tiles (see the lab README)
   // line 5: o = 0, row_max = -inf, row_sum = 0; wait for Q (q_full, parity 0)
   // per tile j (stage j % kStages, parity (j / kStages) & 1): wait k_full; compute_scores (its
-  // wait_group<0> ends this warpgroup's reads of K); release_stage(k_empty); mask from tile
-  // first_masked on;
+  // wait_group<0> ends this warpgroup's reads of K); release_stage(k_empty); rows.mask(s, j);
   // online_softmax; pack_p; wait v_full; accumulate_pv; release_stage(v_empty)
-  // lines 12-15: store_output
+  // lines 12-15: rows.store
 }
 
 // ------------------------------------------------------------------------------------------
@@ -358,15 +357,15 @@ __device__ __forceinline__ void consume_tiles_overlapped(const unsigned char* sm
   const auto v_tile = [&](int stage) { return smem_address(smem + Smem::kVOffset + stage * Smem::kTileBytes); };
   // TODO: consume_tiles_overlapped (see the lab README)
   // line 5 and the wait for Q as step 4; if n_tiles > 0:
-  // prologue (tile 0): wait k_full; [turn] issue_scores; wait_group<0>; release K; mask;
+  // prologue (tile 0): wait k_full; [turn] issue_scores; wait_group<0>; release K; rows.mask;
   // softmax_tile (alpha unused: O is still 0); pack_p
   // j = 1 .. n_tiles-1: wait k_full of j and v_full of j-1; [turn] issue_scores (S_j), issue_pv
-  // (P_{j-1} V_{j-1}); wait_group<1>, fence s; release K_j; mask; softmax_tile -> alpha;
+  // (P_{j-1} V_{j-1}); wait_group<1>, fence s; release K_j; rows.mask; softmax_tile -> alpha;
   // wait_group<0>, fence o; release V_{j-1}; rescale_output(o, alpha); pack_p
   // epilogue: wait v_full of the last tile; [turn] issue_pv; wait_group<0>; release V
   // [turn] = take_turn before the issue, pass_turn after it (consumer 1 not after its last);
   // consumer 1 passes once before the prologue
-  // lines 12-15: store_output
+  // lines 12-15: rows.store
 }
 
 // Step 4's CTA: warpgroup 0 produces, warpgroups 1..kWarpgroups consume (64 query rows each).
