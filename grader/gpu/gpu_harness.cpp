@@ -371,6 +371,15 @@ std::vector<Config> large_shape_configs(const std::vector<DType>& dtypes, int od
   return out;
 }
 
+Config bad_input_config(int H, int d, DType dtype) {
+  Config c;
+  c.H = H;
+  c.Nq = c.Nk = 16;
+  c.d = d;
+  c.dtype = dtype;
+  return c;
+}
+
 void call_with_bad_arguments(const Config& c, bool null_q) {
   isolation::Packet args;
   gpu_wire::put_call(args, c.call());

@@ -89,6 +89,10 @@ bool expect_matches(const Config& c, const Outputs& got, const Reference& ref, c
 // lab process. Returns if the call went through; throws course::BadInput if it was rejected.
 void call_with_bad_arguments(const Config& c, bool null_q);
 
+// The small shape the forward labs' bad-input checks (labs 5 and 8) vary one field of:
+// Nq = Nk = 16, H heads of dimension d, in dtype (B = 1).
+Config bad_input_config(int H, int d, DType dtype);
+
 // The numerics checks' configurations: for each dtype and input distribution, few keys (1, 3:
 // with large scores, rows whose every score is far below zero) and partial tiles (70, 129),
 // causal and not; B = H = 2, d = 64.

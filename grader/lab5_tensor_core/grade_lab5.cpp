@@ -136,14 +136,7 @@ TEST_CASE("best: deterministic and right for several seeds (no race)" * grading:
 
 TEST_CASE("bad input gets a clear error" * grading::points(1, kBf16)) {
   gpu_grading::require_device();
-  auto shape = [](int H, int d, DType dtype) {
-    Config c;
-    c.H = H;
-    c.Nq = c.Nk = 16;
-    c.d = d;
-    c.dtype = dtype;
-    return c;
-  };
+  const auto shape = gpu_grading::bad_input_config;
   // d = 32 is not supported by the tensor-core kernel; Q null; H = 0.
   CHECK_THROWS_AS(gpu_grading::call_with_bad_arguments(shape(1, 32, DType::bf16), false), course::BadInput);
   CHECK_THROWS_AS(gpu_grading::call_with_bad_arguments(shape(1, 64, DType::bf16), true), course::BadInput);
