@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "speed_rules.hpp"
+
 namespace gpu_lab {
 
 namespace {
@@ -200,6 +202,19 @@ void fill_normal(void* x, std::size_t count, course::DType type, std::uint64_t s
     case course::DType::fp16: course::fill_normal(static_cast<__half*>(x), n, seed); break;
   }
   check_cuda(cudaDeviceSynchronize(), "fill_normal");
+}
+
+void time_forward(isolation::Packet& args, isolation::Packet& out, const ForwardLaunch& launch) {
+  gpu_grading::SpeedConfig c;
+  c.d = args.get<std::int32_t>();
+  c.causal = args.get<std::uint8_t>() != 0;
+  const std::size_t elements = std::size_t(c.batch()) * c.heads() * c.N * c.d;
+  DeviceBuffer q(elements * 2), k(elements * 2), v(elements * 2), o(elements * 2);
+  DeviceBuffer lse(std::size_t(c.batch()) * c.heads() * c.N * 4);
+  std::uint64_t seed = 12345;
+  for (const DeviceBuffer* b : {&q, &k, &v}) fill_normal(b->get(), elements, course::DType::bf16, seed++);
+  const course::AttentionShape shape{c.batch(), c.heads(), c.N, c.N, c.d};
+  out.put<double>(median_ms([&] { launch(q.get(), k.get(), v.get(), o.get(), lse.as<float>(), shape, c.causal); }));
 }
 
 }  // namespace gpu_lab

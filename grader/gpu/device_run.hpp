@@ -68,6 +68,14 @@ double median_ms(const std::function<void()>& launch, int warmup = 3, int repeat
 // `seed` (course::fill_normal), and waits for it: inputs for timing a kernel.
 void fill_normal(void* x, std::size_t count, course::DType type, std::uint64_t seed);
 
+// The "time" request of the forward labs (5 and 8): reads d and causal from `args`, fills Q, K
+// and V of the speed benchmark's shape (gpu_grading::SpeedConfig) with seeded normal bf16 values,
+// the same in every lab process, and answers with the median milliseconds of `launch` (the lab's
+// shipped version, launched on the default stream).
+using ForwardLaunch = std::function<void(const void* q, const void* k, const void* v, void* o, float* lse,
+                                         const course::AttentionShape& shape, bool causal)>;
+void time_forward(isolation::Packet& args, isolation::Packet& out, const ForwardLaunch& launch);
+
 // A run's results on the wire, as the grader reads them (gpu_harness.cpp, run_lab): O's bits,
 // the LSE's bytes, whether the inputs were left unchanged, and whether the kernel wrote only O and
 // LSE.

@@ -7,7 +7,6 @@
 #include "course/lab5_tensor_core.hpp"
 #include "device_run.hpp"
 #include "gpu_wire.hpp"
-#include "speed.hpp"
 #include "worker.hpp"
 
 namespace {
@@ -44,25 +43,14 @@ void bad_arguments(Packet& args, Packet&) {
   });
 }
 
-// The median time of the shipped version on the speed benchmark's shape, in milliseconds, on
-// seeded normal bf16 inputs (the same in the student's lab process and the solution's).
+// The median time of the shipped version on the speed benchmark's shape (gpu_lab::time_forward).
 void time_kernel(Packet& args, Packet& out) {
-  lab5_speed::SpeedConfig c;
-  c.d = args.get<std::int32_t>();
-  c.causal = args.get<std::uint8_t>() != 0;
-  const std::size_t elements = std::size_t(c.batch()) * c.heads() * c.N * c.d;
-  course::DeviceBuffer q(elements * 2), k(elements * 2), v(elements * 2), o(elements * 2);
-  course::DeviceBuffer lse(std::size_t(c.batch()) * c.heads() * c.N * 4);
-  std::uint64_t seed = 12345;
-  for (const course::DeviceBuffer* b : {&q, &k, &v}) gpu_lab::fill_normal(b->get(), elements, course::DType::bf16, seed++);
-  course::lab5::ForwardOptions options;
-  options.causal = c.causal;
-  const course::AttentionShape shape{c.batch(), c.heads(), c.N, c.N, c.d};
-  const double ms = gpu_lab::median_ms([&] {
-    course::lab5::flash_attention_forward(q.get(), k.get(), v.get(), o.get(), lse.as<float>(), course::DType::bf16,
-                                          shape, options);
+  gpu_lab::time_forward(args, out, [](const void* q, const void* k, const void* v, void* o, float* lse,
+                                      const course::AttentionShape& shape, bool causal) {
+    course::lab5::ForwardOptions options;
+    options.causal = causal;
+    course::lab5::flash_attention_forward(q, k, v, o, lse, course::DType::bf16, shape, options);
   });
-  out.put<double>(ms);
 }
 
 }  // namespace

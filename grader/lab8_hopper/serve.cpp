@@ -1,5 +1,6 @@
 // The lab process's side of lab 8: runs the student's kernel (any step of the staircase) on the
-// inputs the grader sent, inside grader/gpu/device_run. See grader/isolation/worker.hpp.
+// inputs the grader sent, inside grader/gpu/device_run, and times the shipped version for the
+// speed checks. See grader/isolation/worker.hpp.
 #include <cstdint>
 
 #include "course/gpu.hpp"
@@ -52,6 +53,16 @@ void bad_arguments_misaligned(Packet& args, Packet&) {
   });
 }
 
+// The median time of the shipped version on the speed benchmark's shape (gpu_lab::time_forward).
+void time_kernel(Packet& args, Packet& out) {
+  gpu_lab::time_forward(args, out, [](const void* q, const void* k, const void* v, void* o, float* lse,
+                                      const course::AttentionShape& shape, bool causal) {
+    course::lab8::ForwardOptions options;
+    options.causal = causal;
+    course::lab8::flash_attention_forward(q, k, v, o, lse, course::DType::bf16, shape, options);
+  });
+}
+
 }  // namespace
 
 void isolation::register_handlers(Registry& r) {
@@ -59,4 +70,5 @@ void isolation::register_handlers(Registry& r) {
   r.add("forward/fp16", forward);
   r.add("bad_arguments", bad_arguments);
   r.add("bad_arguments_misaligned", bad_arguments_misaligned);
+  r.add("time", time_kernel);
 }
