@@ -86,14 +86,17 @@ using OneRoleConfig = TileConfig<kHeadDim, 128, 128, 2>;
 //     registers hold S (64), P (32) and O (32) of one warpgroup; 160 or 192 keys spill.
 //   d = 128, not causal: 176 keys (S 88 registers): fewer, longer products per row.
 //   d = 128, causal: 128 keys: the diagonal tile is masked work, and a longer one wastes more.
-// CANDIDATES, not yet measured: see bench/results/lab8_*.md for the measured choice.
+// CANDIDATES, not yet measured: see bench/results/lab8_*.md for the measured choice
+// (tools/lab8-tile-sweep measures alternatives by editing these four lines).
 template <int kHeadDim, bool kCausal>
-using WarpSpecializedConfig =
-    std::conditional_t<kHeadDim == 64, TileConfig<64, 192, 128, 2>,
-                       std::conditional_t<kCausal, TileConfig<128, 128, 128, 2>, TileConfig<128, 128, 176, 2>>>;
+struct WarpSpecializedTiles;
+template <> struct WarpSpecializedTiles<64, false> { using type = TileConfig<64, 192, 128, 2>; };
+template <> struct WarpSpecializedTiles<64, true> { using type = TileConfig<64, 192, 128, 2>; };
+template <> struct WarpSpecializedTiles<128, false> { using type = TileConfig<128, 128, 176, 2>; };
+template <> struct WarpSpecializedTiles<128, true> { using type = TileConfig<128, 128, 128, 2>; };
 
 template <int kHeadDim, class Step, bool kCausal>
-using ShippedConfig = std::conditional_t<Step::warp_specialized, WarpSpecializedConfig<kHeadDim, kCausal>,
+using ShippedConfig = std::conditional_t<Step::warp_specialized, typename WarpSpecializedTiles<kHeadDim, kCausal>::type,
                                          OneRoleConfig<kHeadDim>>;
 
 // One version at one head dimension: the causal and the non-causal tiles (one instantiation
