@@ -114,8 +114,10 @@ void check_deterministic(const Config& c, const std::string& what, const std::ve
 
 // The speed checks (labs 5 and 8): the median milliseconds of the shipped kernel on the speed
 // benchmark's shape, timed in the student's lab process (solution = false) or in the solution's
-// (the lab process's "time" request, gpu_lab::time_forward). Throws if the timing is not a
-// positive finite number.
+// (the lab process's "time" request, gpu_lab::time_forward). Throws, and so the check fails,
+// when what one randomly chosen timed call computed is not attention (SpeedCheck in
+// speed_rules.hpp: 16 random rows of a random head against the fp64 reference), or when the
+// timing is not a positive finite number.
 double time_in_lab(const SpeedConfig& c, bool solution);
 
 // The name of device 0 as CUDA reports it (cudaDeviceProp::name), e.g. "NVIDIA H200".

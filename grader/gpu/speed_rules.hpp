@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -22,6 +23,24 @@ struct SpeedConfig {
     const double f = 4.0 * batch() * heads() * double(N) * N * d;
     return causal ? f / 2 : f;
   }
+};
+
+// A speed check also checks what it timed: a kernel that does less work on the benchmark's shape
+// (returns early, writes zeros, computes a few rows) would otherwise earn the points of a fast
+// one. The grader picks, at random for each request, the inputs' seed, one head, 16 consecutive
+// query rows of it and one of the timed calls. The lab process poisons O and LSE (NaN) before
+// every call, outside the timed interval, so the calls cannot be told apart, and sends back those
+// rows of O and LSE as that call left them. The grader draws the same inputs on the CPU
+// (course/seeded_normal.hpp: Q, K and V from seed, seed + 1 and seed + 2, element i of the
+// [B, H, N, d] buffer from (seed, i)) and compares the rows with its fp64 reference.
+struct SpeedCheck {
+  static constexpr int kRows = 16;     // query rows sent back
+  static constexpr int kWarmup = 3;    // untimed calls first
+  static constexpr int kRepeats = 20;  // timed calls; the median is the time
+  std::uint64_t seed = 1;              // Q's; K's is seed + 1, V's seed + 2
+  int head = 0;                        // b * H + h
+  int first_row = 0;                   // rows first_row .. first_row + kRows - 1 (of N)
+  int checked_call = 0;                // 0 .. kRepeats - 1
 };
 
 // The fraction of a speed check's points for a ratio where higher is better: none at or below
