@@ -14,9 +14,9 @@
 #include "attention_fp64.hpp"
 #include "compare.hpp"
 #include "course/gpu.hpp"
-#include "course/seeded_normal.hpp"
 #include "lab_process.hpp"
 #include "reference/reference.hpp"
+#include "speed_check.hpp"
 #include "standard_attention.hpp"
 
 namespace gpu_grading {
@@ -411,18 +411,6 @@ void check_deterministic(const Config& c, const std::string& what, const std::ve
 
 namespace {
 
-// Rows [first, first + rows) of head `head` of a [B*H, N, d] tensor filled by course::fill_normal
-// from `seed`, rounded to bf16: the values the lab process's kernel read.
-Eigen::MatrixXd seeded_rows(std::uint64_t seed, const SpeedConfig& c, int head, int first, int rows) {
-  Eigen::MatrixXd m(rows, c.d);
-  for (int r = 0; r < rows; ++r)
-    for (int t = 0; t < c.d; ++t) {
-      const std::uint64_t i = (std::uint64_t(head) * c.N + first + r) * c.d + t;
-      m(r, t) = round_to(DType::bf16, course::seeded_normal(seed, i));
-    }
-  return m;
-}
-
 // A fresh, unpredictable choice of inputs, rows and call for each timing (not the run's seed: a
 // submission that knew it could work out which rows are checked). Printed when the check fails.
 SpeedCheck random_speed_check(const SpeedConfig& c) {
@@ -434,43 +422,6 @@ SpeedCheck random_speed_check(const SpeedConfig& c) {
   check.first_row = int(rng() % std::uint64_t(c.N - SpeedCheck::kRows + 1));
   check.checked_call = int(rng() % std::uint64_t(SpeedCheck::kRepeats));
   return check;
-}
-
-// Throws, saying what differs, unless the rows a timed call left are the fp64 reference's within
-// the benchmark's gross limit (grading::benchmark_sanity_limit: a check that the kernel computed
-// attention at all; the correctness checks hold it to the bands).
-void check_timed_rows(const SpeedConfig& c, const SpeedCheck& check, const std::vector<double>& o,
-                      const std::vector<float>& lse, const char* who) {
-  constexpr int kRows = SpeedCheck::kRows;
-  // Causal (Nq = Nk = N): row r sees keys 0..r, so the keys up to the last checked row suffice,
-  // and the reference's bottom-right mask of kRows queries over those keys is the same mask.
-  const int keys = c.causal ? check.first_row + kRows : c.N;
-  const Eigen::MatrixXd q = seeded_rows(check.seed, c, check.head, check.first_row, kRows);
-  const Eigen::MatrixXd k = seeded_rows(check.seed + 1, c, check.head, 0, keys);
-  const Eigen::MatrixXd v = seeded_rows(check.seed + 2, c, check.head, 0, keys);
-  const auto ref = reference::attention<double>(q, k, v, 1.0 / std::sqrt(double(c.d)), c.causal);
-  double o_err = 0, lse_err = 0;
-  bool finite = true;
-  for (int r = 0; r < kRows; ++r) {
-    finite = finite && std::isfinite(lse[r]);
-    lse_err = std::max(lse_err, std::fabs(double(lse[r]) - ref.lse(r)));
-    for (int t = 0; t < c.d; ++t) {
-      const double x = o[std::size_t(r) * c.d + t];
-      finite = finite && std::isfinite(x);
-      o_err = std::max(o_err, std::fabs(x - ref.O(r, t)));
-    }
-  }
-  const double limit = grading::benchmark_sanity_limit("bf16");
-  if (finite && o_err <= limit && lse_err <= limit) return;
-  char buf[400];
-  std::snprintf(buf, sizeof buf,
-                "%s output on the timed shape does not match the reference, so its time does not "
-                "count: timed call %d of %d, head %d, rows %d..%d (inputs from seed %llu): %s max |O - O_fp64| "
-                "= %.3g, max |LSE - LSE_fp64| = %.3g, limit %.3g. A kernel must compute what it is timed on.",
-                who, check.checked_call + 1, SpeedCheck::kRepeats, check.head, check.first_row,
-                check.first_row + kRows - 1, static_cast<unsigned long long>(check.seed),
-                finite ? "" : "non-finite values;", o_err, lse_err, limit);
-  throw std::runtime_error(buf);
 }
 
 }  // namespace
@@ -491,7 +442,8 @@ double time_in_lab(const SpeedConfig& c, bool solution) {
   reply.results.get_bytes(lse.data(), lse.size() * 4);
   if (o_bits.size() != std::size_t(SpeedCheck::kRows) * c.d * 2)
     throw std::runtime_error("time: the lab process sent " + std::to_string(o_bits.size()) + " bytes of O rows");
-  check_timed_rows(c, check, to_doubles(DType::bf16, o_bits), lse, solution ? "the solution kernel's" : "your kernel's");
+  const TimedRowsError error = timed_rows_error(c, check, to_doubles(DType::bf16, o_bits), lse);
+  if (!error.ok()) throw std::runtime_error(timed_rows_message(check, error, solution ? "the solution kernel's" : "your kernel's"));
   if (!(ms > 0) || !std::isfinite(ms)) throw std::runtime_error("a timing of " + std::to_string(ms) + " ms");
   return ms;
 }

@@ -1,12 +1,19 @@
 // The speed rules of the forward GPU labs (grader/gpu/speed_rules.hpp), on the CPU: the
-// benchmark's FLOP count, the sliding scale, and lab 8's recorded cuDNN figures with the measured
-// speeds of its own steps (bench/results/lab8_2026-12-01_nvidia-h200.md) against them.
+// benchmark's FLOP count, the sliding scale, lab 8's recorded cuDNN figures with the measured
+// speeds of its own steps (bench/results/lab8_2026-12-01_nvidia-h200.md) against them, and the
+// check of what a timed call computed (speed_check.hpp) against the full fp64 reference.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <string>
 #include <tuple>
+#include <utility>
+#include <vector>
 
+#include "course/seeded_normal.hpp"
+#include "reference/reference.hpp"
+#include "speed_check.hpp"
 #include "speed_rules.hpp"
 
 using gpu_grading::SpeedConfig;
@@ -73,4 +80,111 @@ TEST_CASE("lab 8's solution earns full speed points with a noise margin; its ste
   // d = 128, but 0.41x causal, which is what counts (the worse of the two).
   CHECK(lab8_fraction(128, false, 533.9) == doctest::Approx(0.945).epsilon(0.01));
   CHECK(lab8_fraction(128, true, 239.3) < 0.05);
+}
+
+// ----------------------------------------------------------------------- what was timed
+
+namespace {
+
+// A short sequence so that the full reference (every query row of the head) is cheap; the check
+// picks its rows out of N as on the GPU.
+SpeedConfig short_config(int d, bool causal) {
+  SpeedConfig c = config(d, causal);
+  c.N = 256;
+  return c;
+}
+
+// The rows a correct kernel sends back, computed the obvious way: the fp64 attention of the
+// whole head (all N queries, all N keys, the usual bottom-right mask), its rows picked out and
+// O rounded to bf16 as the kernel stores it.
+void correct_rows(const SpeedConfig& c, const gpu_grading::SpeedCheck& check, std::vector<double>& o,
+                  std::vector<float>& lse) {
+  const Eigen::MatrixXd q = gpu_grading::seeded_rows(check.seed, c, check.head, 0, c.N);
+  const Eigen::MatrixXd k = gpu_grading::seeded_rows(check.seed + 1, c, check.head, 0, c.N);
+  const Eigen::MatrixXd v = gpu_grading::seeded_rows(check.seed + 2, c, check.head, 0, c.N);
+  const auto full = reference::attention<double>(q, k, v, 1.0 / std::sqrt(double(c.d)), c.causal);
+  o.clear();
+  lse.clear();
+  for (int r = check.first_row; r < check.first_row + gpu_grading::SpeedCheck::kRows; ++r) {
+    lse.push_back(float(full.lse(r)));
+    for (int t = 0; t < c.d; ++t) o.push_back(double(float(Eigen::bfloat16(float(full.O(r, t))))));
+  }
+}
+
+gpu_grading::SpeedCheck check_at(std::uint64_t seed, int head, int first_row) {
+  gpu_grading::SpeedCheck check;
+  check.seed = seed;
+  check.head = head;
+  check.first_row = first_row;
+  return check;
+}
+
+}  // namespace
+
+TEST_CASE("seeded_normal: the same value for the same (seed, index), standard normal, never zero") {
+  CHECK(course::seeded_normal(7, 123) == course::seeded_normal(7, 123));
+  CHECK(course::seeded_normal(7, 123) != course::seeded_normal(8, 123));
+  double sum = 0, sum2 = 0;
+  int zeros = 0;
+  constexpr int n = 200000;
+  for (int i = 0; i < n; ++i) {
+    const double x = course::seeded_normal(42, std::uint64_t(i));
+    zeros += x == 0.0;
+    sum += x;
+    sum2 += x * x;
+  }
+  CHECK(zeros == 0);
+  CHECK(std::fabs(sum / n) < 0.01);
+  CHECK(std::fabs(sum2 / n - 1.0) < 0.02);
+}
+
+TEST_CASE("the timed rows: a correct kernel's pass, at any rows, causal or not, d = 64 and 128") {
+  for (int d : {64, 128})
+    for (bool causal : {false, true})
+      for (auto [head, first_row] : {std::pair{0, 0}, {5, 100}, {31, 256 - 16}}) {
+        const SpeedConfig c = short_config(d, causal);
+        if (head >= c.batch() * c.heads()) continue;
+        const auto check = check_at(1234 + d, head, first_row);
+        std::vector<double> o;
+        std::vector<float> lse;
+        correct_rows(c, check, o, lse);
+        const auto e = gpu_grading::timed_rows_error(c, check, o, lse);
+        CAPTURE(d);
+        CAPTURE(causal);
+        CAPTURE(first_row);
+        CHECK(e.ok());
+        CHECK(e.o < 0.01);    // bf16 rounding of O only
+        CHECK(e.lse < 1e-5);  // fp32 rounding of the LSE only
+      }
+}
+
+TEST_CASE("the timed rows: zeros, another head's rows, rows one off, another seed's and NaN fail") {
+  for (bool causal : {false, true}) {
+    const SpeedConfig c = short_config(64, causal);
+    const auto check = check_at(99, 3, 120);
+    std::vector<double> o;
+    std::vector<float> lse;
+    correct_rows(c, check, o, lse);
+    REQUIRE(gpu_grading::timed_rows_error(c, check, o, lse).ok());
+    CAPTURE(causal);
+
+    std::vector<double> zeros(o.size(), 0.0);
+    std::vector<float> zero_lse(lse.size(), 0.0f);
+    CHECK_FALSE(gpu_grading::timed_rows_error(c, check, zeros, zero_lse).ok());
+
+    for (const auto& other : {check_at(99, 4, 120), check_at(99, 3, 121), check_at(100, 3, 120)}) {
+      std::vector<double> o2;
+      std::vector<float> lse2;
+      correct_rows(c, other, o2, lse2);
+      CHECK_FALSE(gpu_grading::timed_rows_error(c, check, o2, lse2).ok());
+    }
+
+    std::vector<double> one_nan = o;
+    one_nan[17] = std::nan("");
+    const auto e = gpu_grading::timed_rows_error(c, check, one_nan, lse);
+    CHECK_FALSE(e.ok());
+    CHECK_FALSE(e.finite);
+    CHECK(gpu_grading::timed_rows_message(check, e, "your kernel's").find("does not match the reference") !=
+          std::string::npos);
+  }
 }
