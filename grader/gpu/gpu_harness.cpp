@@ -481,6 +481,11 @@ double fraction_against_solution(int d, std::string& note) {
   for (bool causal : {false, true}) {
     const SpeedConfig c = speed_config(d, causal);
     const double student = time_in_lab(c, /*solution=*/false);
+    // The student's lab process ends here, and its CUDA context with it: work it left running on
+    // the GPU (a kernel on a stream of its own, launched by a thread of its own while it waits)
+    // would otherwise slow the solution's timing and make the ratio look better. The next call
+    // starts a fresh process.
+    isolation::lab().restart();
     const double solution = time_in_lab(c, /*solution=*/true);
     char ratio[32];
     std::snprintf(ratio, sizeof ratio, ", %.2fx; ", student / solution);
