@@ -128,6 +128,8 @@ void dispatch_version(Version version, const KernelParams& params, int batch_hea
       return launch_shipped<kHeadDim, Version::intra_wg_overlap, T>(params, batch_heads, stream);
     case Version::pingpong:
       return launch_shipped<kHeadDim, Version::pingpong, T>(params, batch_heads, stream);
+    case Version::exp2_poly:
+      return launch_shipped<kHeadDim, Version::exp2_poly, T>(params, batch_heads, stream);
   }
   throw BadInput("lab8::flash_attention_forward: unknown Version value");
 }

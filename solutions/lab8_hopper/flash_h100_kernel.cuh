@@ -599,7 +599,7 @@ __device__ __forceinline__ void consume_tiles_overlapped(const unsigned char* sm
     fence_operand(s);
     release_stage(&bar.k_empty[0]);
     rows.mask(s, 0);
-    softmax_tile<N>(s, row_max, row_sum, params.scale_log2, alpha);
+    softmax_tile<N, Step::kPolyOf8>(s, row_max, row_sum, params.scale_log2, alpha);
     pack_p<N, T>(p, s);
 
     for (int j = 1; j < n_tiles; ++j) {
@@ -616,7 +616,7 @@ __device__ __forceinline__ void consume_tiles_overlapped(const unsigned char* sm
       release_stage(&bar.k_empty[stage]);
       // Line 9 of tile j under the product of tile j-1.
       rows.mask(s, j);
-      softmax_tile<N>(s, row_max, row_sum, params.scale_log2, alpha);
+      softmax_tile<N, Step::kPolyOf8>(s, row_max, row_sum, params.scale_log2, alpha);
       wgmma_wait_group<0>();  // P_{j-1} V_{j-1} has completed: O is ours again, P_{j-1} is free
       fence_operand(o);
       release_stage(&bar.v_empty[prev]);
