@@ -21,44 +21,44 @@ void expect(bool ok, const char* what, double worst, double at) {
   ok ? ++passed : ++failed;
 }
 
+// The largest of some errors, and where it was (a NaN counts as the largest).
+struct Worst {
+  double err = 0, at = 0;
+  void see(double e, double x) {
+    if (!(e <= err)) {
+      err = e;
+      at = x;
+    }
+  }
+};
+
+double relative_error(float x) {
+  return std::fabs(double(course::lab8::detail::exp2_poly(x)) / std::exp2(double(x)) - 1.0);
+}
+
 }  // namespace
 
 int main() {
-  using course::lab8::detail::exp2_poly;
   // The polynomial's relative error is 7.5e-5; allow fp32 rounding on top of it.
   constexpr double kLimit = 1e-4;
-  double worst = 0, at = 0;
+  Worst grid;
   for (long i = 0; i <= 12500000; ++i) {  // x = 0, -1e-5, ..., -125
     const float x = float(-1e-5 * double(i));
-    const double err = std::fabs(double(exp2_poly(x)) / std::exp2(double(x)) - 1.0);
-    if (!(err <= worst)) {
-      worst = err;
-      at = x;
-    }
+    grid.see(relative_error(x), x);
   }
-  expect(worst <= kLimit, "relative error within 1e-4 on [-125, 0]", worst, at);
+  expect(grid.err <= kLimit, "relative error within 1e-4 on [-125, 0]", grid.err, grid.at);
 
-  worst = 0;
+  Worst seams;
   for (int j = 0; j >= -125; --j)
-    for (float x : {float(j), std::nextafter(float(j), -200.0f), std::nextafter(float(j), 1.0f), j - 0.5f}) {
-      if (x > 0 || x < -125) continue;
-      const double err = std::fabs(double(exp2_poly(x)) / std::exp2(double(x)) - 1.0);
-      if (!(err <= worst)) {
-        worst = err;
-        at = x;
-      }
-    }
-  expect(worst <= kLimit, "relative error within 1e-4 at and beside every integer and half", worst, at);
+    for (float x : {float(j), std::nextafter(float(j), -200.0f), std::nextafter(float(j), 1.0f), j - 0.5f})
+      if (x <= 0 && x >= -125) seams.see(relative_error(x), x);
+  expect(seams.err <= kLimit, "relative error within 1e-4 at and beside every integer and half", seams.err,
+         seams.at);
 
-  worst = 0;
-  for (float x : {-125.001f, -126.0f, -150.0f, -1e4f, -1e30f, -INFINITY}) {
-    const double y = exp2_poly(x);
-    if (!(std::fabs(y) <= worst)) {
-      worst = std::fabs(y);
-      at = x;
-    }
-  }
-  expect(worst == 0.0, "exactly 0 below -125 and at -inf (masked scores)", worst, at);
+  Worst below;
+  for (float x : {-125.001f, -126.0f, -150.0f, -1e4f, -1e30f, -INFINITY})
+    below.see(std::fabs(double(course::lab8::detail::exp2_poly(x))), x);
+  expect(below.err == 0.0, "exactly 0 below -125 and at -inf (masked scores)", below.err, below.at);
 
   std::printf("%d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
