@@ -59,6 +59,7 @@
 #include "tolerances.hpp"       // grader/common: the sanity limit of a benchmark row
 #include "standard_attention.hpp"
 #include "gemm_peak.hpp"
+#include "row_check.hpp"
 #if COURSE_HAVE_LAB5
 #include "course/lab5_tensor_core.hpp"
 #endif
@@ -99,9 +100,6 @@ const char* const kLab5Names[] = {"mma_only", "ldmatrix", "swizzle", "pipelined"
                                   "register_p", "exp2_fma", "lazy_rescale"};
 static_assert(std::size(kLab5Names) == std::size(kLab5Versions), "one name per version");
 #endif
-#if COURSE_HAVE_LAB8
-#endif
-
 struct Options {
   std::string out;
   bool quick = false;
@@ -248,22 +246,9 @@ struct Bench {
   double max_abs_err(DType t, int n, int d, const std::vector<double>& ref) {
     const int rows = std::min(n, kRefRows);
     const size_t count = size_t(rows) * d;
-    const size_t offset = size_t(n - rows) * d;
-    std::vector<float> h(count);
-    if (t == DType::fp32) {
-      check_cuda(cudaMemcpy(h.data(), static_cast<float*>(o->get()) + offset, count * 4,
-                            cudaMemcpyDeviceToHost),
-                 "memcpy O");
-    } else {
-      std::vector<uint16_t> bits(count);
-      check_cuda(cudaMemcpy(bits.data(), static_cast<uint16_t*>(o->get()) + offset, count * 2,
-                            cudaMemcpyDeviceToHost),
-                 "memcpy O");
-      for (size_t i = 0; i < count; ++i) {
-        const uint32_t w = uint32_t(bits[i]) << 16;
-        std::memcpy(&h[i], &w, 4);
-      }
-    }
+    const size_t offset = size_t(n - rows) * d * dtype_bytes(t);
+    const std::vector<float> h = bench::download_as_float(static_cast<const char*>(o->get()) + offset, count,
+                                                          t == DType::bf16, stream);
     double worst = 0;
     for (size_t i = 0; i < count; ++i) {
       if (!std::isfinite(h[i])) return NAN;
@@ -302,11 +287,7 @@ struct Bench {
     check_cuda(cudaMemGetInfo(&free1, &total), "cudaMemGetInfo");
     r.measured_mem = io_bytes + (free0 > free1 ? free0 - free1 : 0);
     r.max_abs_err = max_abs_err(t, r.N, r.d, ref);
-    const double band = grading::benchmark_sanity_limit(course::dtype_name(t));
-    if (std::isnan(r.max_abs_err))
-      r.status = "nonfinite";
-    else if (r.max_abs_err > band)
-      r.status = "wrong";
+    r.status = bench::error_status(r.max_abs_err, course::dtype_name(t));
     // Call 2: timed warm-up, sizes the repetitions.
     timed(call, 1, 0);
     check_cuda(cudaEventSynchronize(events[1]), "warm-up");
@@ -403,10 +384,7 @@ struct Bench {
         r.peak_mem = r.measured_mem = g.bytes;
         r.max_abs_err = g.max_err;
         r.reps = g.reps;
-        if (std::isnan(g.max_err))
-          r.status = "nonfinite";
-        else if (g.max_err > grading::benchmark_sanity_limit("bf16"))
-          r.status = "wrong";
+        r.status = bench::error_status(g.max_err, "bf16");
       } catch (const std::exception& e) {
         r.status = std::string("error:") + e.what();
         cudaGetLastError();

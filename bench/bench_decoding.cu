@@ -40,6 +40,7 @@
 
 #include "attention_fp64.hpp"  // reference/gpu/
 #include "event_timing.hpp"
+#include "row_check.hpp"
 #include "tolerances.hpp"       // grader/common: the sanity limit of a benchmark row
 #include "course/lab6_decoding.hpp"
 #if COURSE_HAVE_LAB5
@@ -206,21 +207,10 @@ int main(int argc, char** argv) {
               check_cuda(cudaStreamSynchronize(stream), "first call");
               std::vector<double> ref(kD);
               check_cuda(cudaMemcpy(ref.data(), o64.get(), kD * 8, cudaMemcpyDeviceToHost), "memcpy");
-              std::vector<float> got(kD);
-              if (bf16) {
-                std::vector<uint16_t> bits(kD);
-                check_cuda(cudaMemcpy(bits.data(), o.get(), kD * 2, cudaMemcpyDeviceToHost), "memcpy");
-                for (int c = 0; c < kD; ++c) {
-                  const uint32_t w = uint32_t(bits[c]) << 16;
-                  std::memcpy(&got[c], &w, 4);
-                }
-              } else {
-                check_cuda(cudaMemcpy(got.data(), o.get(), kD * 4, cudaMemcpyDeviceToHost), "memcpy");
-              }
+              const std::vector<float> got = bench::download_as_float(o.get(), kD, bf16, stream);
               err = 0;
               for (int c = 0; c < kD; ++c) err = std::isfinite(got[c]) ? std::max(err, std::fabs(got[c] - ref[c])) : NAN;
-              if (std::isnan(err)) status = "nonfinite";
-              else if (err > grading::benchmark_sanity_limit(bf16 ? "bf16" : "fp32")) status = "wrong";
+              status = bench::error_status(err, bf16 ? "bf16" : "fp32");
               // Warm-up that sizes the repetitions, then the timed calls.
               ms = bench::sized_median_ms(call, stream, max_reps, reps);
             } catch (const std::exception& e) {

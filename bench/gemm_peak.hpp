@@ -15,13 +15,13 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "course/gpu.hpp"
 #include "event_timing.hpp"
+#include "row_check.hpp"
 
 namespace bench {
 
@@ -39,33 +39,21 @@ inline void check_cublas(cublasStatus_t s, const char* what) {
     throw std::runtime_error(std::string(what) + ": cuBLAS status " + std::to_string(int(s)));
 }
 
-inline double bf16_to_double(uint16_t bits) {
-  const uint32_t w = uint32_t(bits) << 16;
-  float f;
-  std::memcpy(&f, &w, 4);
-  return f;
-}
-
 // Checks a handful of entries of C against an fp64 dot product of the same bf16 inputs, so that a
 // broken call (wrong transposes, an unwritten C) cannot pass for a fast one. The error is given in
 // units of sqrt(K), the typical size of an entry for inputs of standard deviation 1.
 inline double gemm_sample_error(const void* A, const void* B, const void* C, int n, cudaStream_t stream) {
   constexpr int kSamples = 16;
-  std::vector<uint16_t> a(static_cast<size_t>(n)), b(static_cast<size_t>(n));
+  const auto* a_rows = static_cast<const __nv_bfloat16*>(A);
+  const auto* b_rows = static_cast<const __nv_bfloat16*>(B);
   double worst = 0;
   for (int s = 0; s < kSamples; ++s) {
     const size_t i = (size_t(s) * 2654435761u) % size_t(n), j = (size_t(s) * 40503u + 7) % size_t(n);
-    uint16_t c = 0;
-    course::check_cuda(cudaMemcpyAsync(a.data(), static_cast<const uint16_t*>(A) + i * n, 2 * size_t(n),
-                                       cudaMemcpyDeviceToHost, stream), "copy a row of A");
-    course::check_cuda(cudaMemcpyAsync(b.data(), static_cast<const uint16_t*>(B) + j * n, 2 * size_t(n),
-                                       cudaMemcpyDeviceToHost, stream), "copy a row of B");
-    course::check_cuda(cudaMemcpyAsync(&c, static_cast<const uint16_t*>(C) + i * n + j, 2,
-                                       cudaMemcpyDeviceToHost, stream), "copy an entry of C");
-    course::check_cuda(cudaStreamSynchronize(stream), "GEMM sample");
+    const std::vector<float> a = download_as_float(a_rows + i * n, size_t(n), true, stream);
+    const std::vector<float> b = download_as_float(b_rows + j * n, size_t(n), true, stream);
+    const double got = download_as_float(static_cast<const __nv_bfloat16*>(C) + i * n + j, 1, true, stream)[0];
     double ref = 0;
-    for (int k = 0; k < n; ++k) ref += bf16_to_double(a[k]) * bf16_to_double(b[k]);
-    const double got = bf16_to_double(c);
+    for (int k = 0; k < n; ++k) ref += double(a[k]) * double(b[k]);
     if (!std::isfinite(got)) return NAN;
     worst = std::max(worst, std::fabs(got - ref) / std::sqrt(double(n)));
   }

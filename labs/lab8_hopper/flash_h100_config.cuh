@@ -177,6 +177,9 @@ struct SmemLayout {
   static constexpr int kKOffset = kQBytes;
   static constexpr int kVOffset = kKOffset + kStages * kTileBytes;
   static constexpr int kBytes = kVOffset + kStages * kTileBytes + 1024;
+  // Where stage `stage`'s K tile and V tile start, in bytes from the start of Q.
+  __host__ __device__ static constexpr int k_offset(int stage) { return kKOffset + stage * kTileBytes; }
+  __host__ __device__ static constexpr int v_offset(int stage) { return kVOffset + stage * kTileBytes; }
   static_assert(kQBytes % 1024 == 0 && kTileBytes % 1024 == 0, "tiles on 1024-byte boundaries");
   static_assert(kBytes <= 227 * 1024, "an H100/H200 CTA has at most 227 KB of shared memory");
 };

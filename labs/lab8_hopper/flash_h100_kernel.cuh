@@ -181,8 +181,6 @@ __device__ __forceinline__ void forward_one_role(const CUtensorMap& q_map, const
   unsigned char* smem = reinterpret_cast<unsigned char*>(
       (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   unsigned char* q_tile = smem;
-  unsigned char* k_tiles = smem + Smem::kKOffset;  // kStages tiles
-  unsigned char* v_tiles = smem + Smem::kVOffset;  // kStages tiles
   __shared__ __align__(8) uint64_t q_full;
   __shared__ __align__(8) uint64_t k_full[kStages];  // step 2: K and V of a tile on k_full[0]
   __shared__ __align__(8) uint64_t v_full[kStages];
@@ -356,8 +354,8 @@ __device__ __forceinline__ void consume_tiles_overlapped(const unsigned char* sm
   constexpr int kLast = Cfg::kWarpgroups - 1;  // the last consumer (step 7's turns)
   const ConsumerRows<Cfg, Step, T> rows(params, q0, head, consumer);
   const uint32_t q_tile = smem_address(smem);
-  const auto k_tile = [&](int stage) { return smem_address(smem + Smem::kKOffset + stage * Smem::kTileBytes); };
-  const auto v_tile = [&](int stage) { return smem_address(smem + Smem::kVOffset + stage * Smem::kTileBytes); };
+  const auto k_tile = [&](int stage) { return smem_address(smem + Smem::k_offset(stage)); };
+  const auto v_tile = [&](int stage) { return smem_address(smem + Smem::v_offset(stage)); };
   const auto pass = [&] { pass_turn<Step, Cfg::kWarpgroups>(consumer); };
   // TODO: consume_tiles_overlapped (see the lab README)
   // line 5 and the wait for Q as step 4; if n_tiles > 0:

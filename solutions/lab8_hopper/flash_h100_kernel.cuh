@@ -230,8 +230,6 @@ __device__ __forceinline__ void forward_one_role(const CUtensorMap& q_map, const
   unsigned char* smem = reinterpret_cast<unsigned char*>(
       (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   unsigned char* q_tile = smem;
-  unsigned char* k_tiles = smem + Smem::kKOffset;  // kStages tiles
-  unsigned char* v_tiles = smem + Smem::kVOffset;  // kStages tiles
   __shared__ __align__(8) uint64_t q_full;
   __shared__ __align__(8) uint64_t k_full[kStages];  // step 2: K and V of a tile on k_full[0]
   __shared__ __align__(8) uint64_t v_full[kStages];
@@ -261,8 +259,8 @@ __device__ __forceinline__ void forward_one_role(const CUtensorMap& q_map, const
   //! lines 8-10: compute_scores, apply_mask (causal: every tile; else only a tile crossing Nk),
   //! online_softmax, pack_p, accumulate_pv; step 3: __syncthreads, then thread 0 refills the stage
   //! lines 12-15: store_output
-  const auto k_tile = [&](int stage) { return k_tiles + stage * Smem::kTileBytes; };
-  const auto v_tile = [&](int stage) { return v_tiles + stage * Smem::kTileBytes; };
+  const auto k_tile = [&](int stage) { return smem + Smem::k_offset(stage); };
+  const auto v_tile = [&](int stage) { return smem + Smem::v_offset(stage); };
   // Step 3: one thread asks for K and V of tile `tile` into stage `stage`, each on its own
   // barrier, announcing the full box's bytes (zero-filled rows past Nk count too).
   const auto issue_kv = [&](int tile, int stage) {
@@ -463,10 +461,10 @@ __device__ __forceinline__ void produce_tiles(const CUtensorMap& q_map, const CU
     // K first: the consumers need K_t before V_t (S = Q K^T comes first), and release it earlier.
     wait_barrier(&k_empty[stage], phase ^ 1);
     mbarrier_arrive_expect_tx(&k_full[stage], Smem::kTileBytes);
-    tma_load_tile<N, D>(smem + Smem::kKOffset + stage * Smem::kTileBytes, &k_map, &k_full[stage], tile * N, head);
+    tma_load_tile<N, D>(smem + Smem::k_offset(stage), &k_map, &k_full[stage], tile * N, head);
     wait_barrier(&v_empty[stage], phase ^ 1);
     mbarrier_arrive_expect_tx(&v_full[stage], Smem::kTileBytes);
-    tma_load_tile<N, D>(smem + Smem::kVOffset + stage * Smem::kTileBytes, &v_map, &v_full[stage], tile * N, head);
+    tma_load_tile<N, D>(smem + Smem::v_offset(stage), &v_map, &v_full[stage], tile * N, head);
   }
   // END SOLUTION
 }
@@ -500,8 +498,8 @@ __device__ __forceinline__ void consume_tiles(const unsigned char* smem,
   for (int j = 0; j < n_tiles; ++j) {
     const int stage = j % kStages;
     const uint32_t phase = (j / kStages) & 1;
-    const uint32_t k_tile = smem_address(smem + Smem::kKOffset + stage * Smem::kTileBytes);
-    const uint32_t v_tile = smem_address(smem + Smem::kVOffset + stage * Smem::kTileBytes);
+    const uint32_t k_tile = smem_address(smem + Smem::k_offset(stage));
+    const uint32_t v_tile = smem_address(smem + Smem::v_offset(stage));
 
     // Line 8: S = Q_i K_j^T; compute_scores returns after wait_group<0>: K_j is no longer read.
     wait_barrier(&bar.k_full[stage], phase);
@@ -563,8 +561,8 @@ __device__ __forceinline__ void consume_tiles_overlapped(const unsigned char* sm
   constexpr int kLast = Cfg::kWarpgroups - 1;  // the last consumer (step 7's turns)
   const ConsumerRows<Cfg, Step, T> rows(params, q0, head, consumer);
   const uint32_t q_tile = smem_address(smem);
-  const auto k_tile = [&](int stage) { return smem_address(smem + Smem::kKOffset + stage * Smem::kTileBytes); };
-  const auto v_tile = [&](int stage) { return smem_address(smem + Smem::kVOffset + stage * Smem::kTileBytes); };
+  const auto k_tile = [&](int stage) { return smem_address(smem + Smem::k_offset(stage)); };
+  const auto v_tile = [&](int stage) { return smem_address(smem + Smem::v_offset(stage)); };
   const auto pass = [&] { pass_turn<Step, Cfg::kWarpgroups>(consumer); };
   // BEGIN SOLUTION consume_tiles_overlapped device
   //! line 5 and the wait for Q as step 4; if n_tiles > 0:
