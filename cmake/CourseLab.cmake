@@ -315,8 +315,14 @@ function(_course_skip_unbuilt_derived changed test_name out_var)
 endfunction()
 
 function(course_planted_bug)
-  cmake_parse_arguments(PARSE_ARGV 0 P "" "LAB;NAME;FILE;FIND;REPLACE;PATCH;CHECK;MESSAGE" "")
+  # SHORT_OF_FULL: the check need only fall short of its full points (partial credit counts as
+  # rejected), for a check graded on a sliding scale where partial is the honest grade.
+  cmake_parse_arguments(PARSE_ARGV 0 P "SHORT_OF_FULL" "LAB;NAME;FILE;FIND;REPLACE;PATCH;CHECK;MESSAGE" "")
   set(n ${P_LAB})
+  set(expectation --fail)
+  if(P_SHORT_OF_FULL)
+    set(expectation --short-of-full)
+  endif()
   if(COURSE_STUDENT_BUILD OR NOT COURSE_PLANTED_BUGS OR NOT TARGET grade_lab${n})
     return()  # not built here (a student build, or a GPU lab without a CUDA compiler)
   endif()
@@ -331,7 +337,7 @@ function(course_planted_bug)
            COMMAND course_runner expect --binary $<TARGET_FILE:grade_lab${n}>
                    --worker $<TARGET_FILE:lab${n}_worker_planted_${P_NAME}>
                    --solution-worker $<TARGET_FILE:lab${n}_worker_solution>
-                   --fail "${P_CHECK}" --message "${P_MESSAGE}" --timeout ${timeout})
+                   ${expectation} "${P_CHECK}" --message "${P_MESSAGE}" --timeout ${timeout})
   get_property(times_gpu GLOBAL PROPERTY COURSE_LAB_${n}_TIMES_GPU)
   set(serial FALSE)
   if(times_gpu AND P_CHECK MATCHES "^speed:")
