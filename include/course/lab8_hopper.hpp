@@ -22,7 +22,7 @@ enum class Version {
   causal_skip,       // 5: + causal: visit only the K/V tiles a query tile can see, mask only the diagonal
   intra_wg_overlap,  // 6: + S_{j+1} = Q K^T and O += P_j V_j issued together; softmax under P V
   pingpong,          // 7: + the consumer warpgroups take turns on the tensor cores
-  exp2_poly,         // 8: + 3 in 8 of the softmax's 2^x from a polynomial on the FMA pipes, not MUFU
+  exp2_poly,         // 8: + 2 in 8 of the softmax's 2^x from a polynomial on the FMA pipes, not MUFU
   best = pingpong,   // until step 8 is measured faster on the H200 (bench/results/lab8_*.md)
 };
 
