@@ -22,7 +22,7 @@ NS = [512, 1024, 2048, 4096, 8192, 16384]
 LAB5_VERSIONS = ["mma_only", "ldmatrix", "swizzle", "pipelined", "register_p", "exp2_fma", "lazy_rescale"]
 LAB5_BEST = "lab5:lazy_rescale"  # course::lab5::Version::best
 LAB8_VERSIONS = ["wgmma", "tma", "pipelined", "warp_specialized", "causal_skip", "intra_wg_overlap",
-                 "pingpong"]  # course::lab8::Version, in order
+                 "pingpong", "exp2_poly"]  # course::lab8::Version, in order
 LAB8_BEST = "lab8:pingpong"  # course::lab8::Version::best
 # The staircases: (lab, title, the bars from left to right). Each starts from what the lab
 # builds on: lab 5's from lab 4 (CUDA cores), lab 8's from lab 5's shipped kernel.
@@ -278,7 +278,8 @@ STYLE = {
     "torch:cudnn": dict(color="#17becf", marker="P", lw=1.4, ls="--"),
 }
 LAB5_COLORS = ["#fee6ce", "#fdd0a2", "#fdae6b", "#fd8d3c", "#f16913", "#d94801", "#8c2d04"]
-LAB8_COLORS = ["#dadaeb", "#bcbddc", "#9e9ac8", "#807dba", "#6a51a3", "#54278f", "#2a0052"]  # light to dark: wgmma .. pingpong
+LAB8_COLORS = ["#dadaeb", "#bcbddc", "#9e9ac8", "#807dba", "#6a51a3", "#54278f", "#2a0052",
+               "#0b3d5c"]  # light to dark purple: wgmma .. pingpong; exp2_poly in blue (best is pingpong)
 
 
 def style(impl):

@@ -21,7 +21,8 @@
 #                      CHECK "<the check that must fail>" MESSAGE "<text its message must hold>")
 #     builds labN_worker_planted_<name> from a copy of the solution with FIND replaced by
 #     REPLACE, and a test that CHECK fails for that reason. If the solution changes so that FIND
-#     no longer occurs, configuring stops and says so: planted bugs cannot go stale.
+#     no longer occurs, configuring stops and says so: planted bugs cannot go stale. A bug that
+#     needs more than one substitution is a PATCH (as for a variant, below).
 #
 #   course_correct_variant(LAB 1 NAME exp2 FILE softmax.cpp FIND "..." REPLACE "...")
 #   course_correct_variant(LAB 3 NAME kv_outer PATCH variants/kv_outer.patch)
@@ -86,7 +87,7 @@ function(_course_solution_object n s out_var)
 endfunction()
 
 function(course_add_lab)
-  cmake_parse_arguments(L "CUDA" "NUMBER;DIR;TIMEOUT" "SOURCES;GRADER;PROXY;SERVE;GRADER_LINK;WORKER_LINK" ${ARGN})
+  cmake_parse_arguments(L "CUDA;TIMES_GPU" "NUMBER;DIR;TIMEOUT" "SOURCES;GRADER;PROXY;SERVE;GRADER_LINK;WORKER_LINK" ${ARGN})
   if(NOT L_TIMEOUT)
     set(L_TIMEOUT 120)
   endif()
@@ -105,6 +106,9 @@ function(course_add_lab)
   set_property(GLOBAL PROPERTY COURSE_LAB_${n}_SERVE "${serve}")
   set_property(GLOBAL PROPERTY COURSE_LAB_${n}_WORKER_LINK "${L_WORKER_LINK}")
   set_property(GLOBAL PROPERTY COURSE_LAB_${n}_TIMEOUT "${L_TIMEOUT}")
+  # TIMES_GPU: the grader has speed checks, which time the GPU; a test that runs them runs alone
+  # (RUN_SERIAL), or another test's kernels would share the GPU with the timed one.
+  set_property(GLOBAL PROPERTY COURSE_LAB_${n}_TIMES_GPU "${L_TIMES_GPU}")
   if(L_CUDA AND NOT COURSE_HAVE_CUDA)
     set_property(GLOBAL APPEND PROPERTY COURSE_MANIFEST
       "${n}\t${L_DIR}\t${kind}\t-\t-\tnot built: no CUDA compiler was found (install the CUDA toolkit and reconfigure)")
@@ -158,7 +162,8 @@ function(course_add_lab)
            COMMAND course_runner expect --binary $<TARGET_FILE:grade_lab${n}>
                    --worker $<TARGET_FILE:lab${n}_worker_solution> --full-marks
                    --seeds ${COURSE_FULL_MARKS_SEEDS} --timeout ${L_TIMEOUT})
-  set_tests_properties(lab${n}.solution_full_marks PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1200)
+  set_tests_properties(lab${n}.solution_full_marks PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1200
+                       RUN_SERIAL "${L_TIMES_GPU}")
 
   # The handout's table of checks must match the grader's.
   add_test(NAME lab${n}.readme_lists_every_check
@@ -310,13 +315,19 @@ function(_course_skip_unbuilt_derived changed test_name out_var)
 endfunction()
 
 function(course_planted_bug)
-  cmake_parse_arguments(PARSE_ARGV 0 P "" "LAB;NAME;FILE;FIND;REPLACE;CHECK;MESSAGE" "")
+  # SHORT_OF_FULL: the check need only fall short of its full points (partial credit counts as
+  # rejected), for a check graded on a sliding scale where partial is the honest grade.
+  cmake_parse_arguments(PARSE_ARGV 0 P "SHORT_OF_FULL" "LAB;NAME;FILE;FIND;REPLACE;PATCH;CHECK;MESSAGE" "")
   set(n ${P_LAB})
+  set(expectation --fail)
+  if(P_SHORT_OF_FULL)
+    set(expectation --short-of-full)
+  endif()
   if(COURSE_STUDENT_BUILD OR NOT COURSE_PLANTED_BUGS OR NOT TARGET grade_lab${n})
     return()  # not built here (a student build, or a GPU lab without a CUDA compiler)
   endif()
   get_property(timeout GLOBAL PROPERTY COURSE_LAB_${n}_TIMEOUT)
-  _course_derived_sources(${n} ${P_NAME} planted "${P_FILE}" "${P_FIND}" "${P_REPLACE}" "" derived)
+  _course_derived_sources(${n} ${P_NAME} planted "${P_FILE}" "${P_FIND}" "${P_REPLACE}" "${P_PATCH}" derived)
   _course_skip_unbuilt_derived("${derived_changed}" lab${n}.planted.${P_NAME} not_built)
   if(not_built)
     return()
@@ -326,8 +337,13 @@ function(course_planted_bug)
            COMMAND course_runner expect --binary $<TARGET_FILE:grade_lab${n}>
                    --worker $<TARGET_FILE:lab${n}_worker_planted_${P_NAME}>
                    --solution-worker $<TARGET_FILE:lab${n}_worker_solution>
-                   --fail "${P_CHECK}" --message "${P_MESSAGE}" --timeout ${timeout})
-  set_tests_properties(lab${n}.planted.${P_NAME} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
+                   ${expectation} "${P_CHECK}" --message "${P_MESSAGE}" --timeout ${timeout})
+  get_property(times_gpu GLOBAL PROPERTY COURSE_LAB_${n}_TIMES_GPU)
+  set(serial FALSE)
+  if(times_gpu AND P_CHECK MATCHES "^speed:")
+    set(serial TRUE)  # it times the GPU (course_add_lab's TIMES_GPU)
+  endif()
+  set_tests_properties(lab${n}.planted.${P_NAME} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 RUN_SERIAL ${serial})
 endfunction()
 
 function(course_correct_variant)
@@ -358,7 +374,12 @@ function(course_correct_variant)
                    --worker $<TARGET_FILE:lab${n}_worker_variant_${V_NAME}>
                    --solution-worker $<TARGET_FILE:lab${n}_worker_solution>
                    --full-marks --seeds ${COURSE_FULL_MARKS_SEEDS} --timeout ${timeout} ${only})
-  set_tests_properties(lab${n}.variant.${V_NAME} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1200)
+  get_property(times_gpu GLOBAL PROPERTY COURSE_LAB_${n}_TIMES_GPU)
+  set(serial FALSE)
+  if(times_gpu AND claimed STREQUAL "*")
+    set(serial TRUE)  # its checks include the speed checks (course_add_lab's TIMES_GPU)
+  endif()
+  set_tests_properties(lab${n}.variant.${V_NAME} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1200 RUN_SERIAL ${serial})
 endfunction()
 
 # graders.tsv in the build folder: one line per lab for course_runner (number, folder, cpu|gpu,

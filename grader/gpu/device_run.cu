@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "speed_rules.hpp"
+
 namespace gpu_lab {
 
 namespace {
@@ -170,14 +172,19 @@ void call_with_dummy_buffers(const std::function<void(void* buffer)>& launch) {
   check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
 }
 
-double median_ms(const std::function<void()>& launch, int warmup, int repeats) {
-  for (int i = 0; i < warmup; ++i) launch();
+double median_ms(const std::function<void()>& launch, int warmup, int repeats,
+                 const std::function<void()>& before, const std::function<void(int)>& after) {
+  for (int i = 0; i < warmup; ++i) {
+    if (before) before();
+    launch();
+  }
   check_cuda(cudaDeviceSynchronize(), "warm-up");
   cudaEvent_t start, stop;
   check_cuda(cudaEventCreate(&start), "cudaEventCreate");
   check_cuda(cudaEventCreate(&stop), "cudaEventCreate");
   std::vector<float> times;
   for (int i = 0; i < repeats; ++i) {
+    if (before) before();
     check_cuda(cudaEventRecord(start), "cudaEventRecord");
     launch();
     check_cuda(cudaEventRecord(stop), "cudaEventRecord");
@@ -185,6 +192,7 @@ double median_ms(const std::function<void()>& launch, int warmup, int repeats) {
     float ms = 0;
     check_cuda(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
     times.push_back(ms);
+    if (after) after(i);
   }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
@@ -200,6 +208,53 @@ void fill_normal(void* x, std::size_t count, course::DType type, std::uint64_t s
     case course::DType::fp16: course::fill_normal(static_cast<__half*>(x), n, seed); break;
   }
   check_cuda(cudaDeviceSynchronize(), "fill_normal");
+}
+
+void time_forward(isolation::Packet& args, isolation::Packet& out, const ForwardLaunch& launch) {
+  gpu_grading::SpeedConfig c;
+  c.d = args.get<std::int32_t>();
+  c.causal = args.get<std::uint8_t>() != 0;
+  gpu_grading::SpeedCheck check;
+  check.seed = args.get<std::uint64_t>();
+  check.head = args.get<std::int32_t>();
+  check.first_row = args.get<std::int32_t>();
+  check.checked_call = args.get<std::int32_t>();
+  const int heads = c.batch() * c.heads();  // B * H
+  if (check.head < 0 || check.head >= heads || check.first_row < 0 ||
+      check.first_row + gpu_grading::SpeedCheck::kRows > c.N)
+    throw std::runtime_error("time: rows outside the benchmark shape");
+
+  const std::size_t elements = std::size_t(heads) * c.N * c.d;
+  DeviceBuffer q(elements * 2), k(elements * 2), v(elements * 2), o(elements * 2);
+  DeviceBuffer lse(std::size_t(heads) * c.N * 4);
+  fill_normal(q.get(), elements, course::DType::bf16, check.seed);
+  fill_normal(k.get(), elements, course::DType::bf16, check.seed + 1);
+  fill_normal(v.get(), elements, course::DType::bf16, check.seed + 2);
+  const course::AttentionShape shape{c.batch(), c.heads(), c.N, c.N, c.d};
+
+  // O and LSE are poisoned before every call (the launch is on the default stream, so is this);
+  // after the checked call, its rows are copied out, before the next call's poison.
+  const auto poison = [&] {
+    check_cuda(cudaMemsetAsync(o.get(), 0xFF, o.bytes()), "poison O");
+    check_cuda(cudaMemsetAsync(lse.get(), 0xFF, lse.bytes()), "poison LSE");
+  };
+  constexpr int kRows = gpu_grading::SpeedCheck::kRows;
+  const std::size_t first = std::size_t(check.head) * c.N + check.first_row;  // row index in [B*H*N]
+  std::vector<std::uint8_t> o_rows(std::size_t(kRows) * c.d * 2);
+  std::vector<float> lse_rows(kRows);
+  const auto copy_rows = [&](int call) {
+    if (call != check.checked_call) return;
+    check_cuda(cudaMemcpy(o_rows.data(), o.as<std::uint8_t>() + first * c.d * 2, o_rows.size(),
+                          cudaMemcpyDeviceToHost), "copy the checked rows of O");
+    check_cuda(cudaMemcpy(lse_rows.data(), lse.as<float>() + first, kRows * 4, cudaMemcpyDeviceToHost),
+               "copy the checked rows of LSE");
+  };
+  const double ms = median_ms([&] { launch(q.get(), k.get(), v.get(), o.get(), lse.as<float>(), shape, c.causal); },
+                              gpu_grading::SpeedCheck::kWarmup, gpu_grading::SpeedCheck::kRepeats, poison,
+                              copy_rows);
+  out.put<double>(ms);
+  gpu_wire::put_bytes(out, o_rows);
+  out.put_bytes(lse_rows.data(), lse_rows.size() * 4);
 }
 
 }  // namespace gpu_lab

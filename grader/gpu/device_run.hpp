@@ -61,12 +61,25 @@ Result run_kernel(const gpu_wire::KernelCall& call, const std::vector<std::uint8
 // the checks that bad arguments are rejected before anything runs.
 void call_with_dummy_buffers(const std::function<void(void* buffer)>& launch);
 
-// The median of `repeats` timed launches (CUDA events) after `warmup` untimed ones, in ms.
-double median_ms(const std::function<void()>& launch, int warmup = 3, int repeats = 20);
+// The median of `repeats` timed launches (CUDA events on the default stream) after `warmup`
+// untimed ones, in ms. `before` (if set) runs before every launch, outside the timed interval;
+// `after(i)` (if set) after timed launch i has finished.
+double median_ms(const std::function<void()>& launch, int warmup = 3, int repeats = 20,
+                 const std::function<void()>& before = {}, const std::function<void(int)>& after = {});
 
 // Fills `count` elements of `type` in device memory with standard normal values drawn from
 // `seed` (course::fill_normal), and waits for it: inputs for timing a kernel.
 void fill_normal(void* x, std::size_t count, course::DType type, std::uint64_t seed);
+
+// The "time" request of the forward labs (5 and 8): reads d, causal and a gpu_grading::SpeedCheck
+// (seed, head, first row, checked call) from `args`; fills Q, K and V of the speed benchmark's
+// shape (gpu_grading::SpeedConfig) with course::fill_normal's values from seed, seed + 1 and
+// seed + 2 (bf16); times `launch` (the lab's shipped version, on the default stream) with O and
+// LSE poisoned before every call; answers with the median milliseconds, then the checked call's
+// kRows rows of O (bf16 bits) and of LSE (floats), which the grader compares with its reference.
+using ForwardLaunch = std::function<void(const void* q, const void* k, const void* v, void* o, float* lse,
+                                         const course::AttentionShape& shape, bool causal)>;
+void time_forward(isolation::Packet& args, isolation::Packet& out, const ForwardLaunch& launch);
 
 // A run's results on the wire, as the grader reads them (gpu_harness.cpp, run_lab): O's bits,
 // the LSE's bytes, whether the inputs were left unchanged, and whether the kernel wrote only O and

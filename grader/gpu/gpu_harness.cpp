@@ -3,9 +3,12 @@
 #include <cuda_runtime_api.h>
 
 #include <Eigen/Core>
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
+#include <random>
 #include <stdexcept>
 
 #include "attention_fp64.hpp"
@@ -13,6 +16,7 @@
 #include "course/gpu.hpp"
 #include "lab_process.hpp"
 #include "reference/reference.hpp"
+#include "speed_check.hpp"
 #include "standard_attention.hpp"
 
 namespace gpu_grading {
@@ -403,6 +407,128 @@ void check_deterministic(const Config& c, const std::string& what, const std::ve
     grading::expect(first.inputs_unchanged, about, "the kernel modified Q, K or V");
     expect_matches(c, first, reference_for(c, in), what, seed);
   }
+}
+
+namespace {
+
+// A fresh, unpredictable choice of inputs, rows and call for each timing (not the run's seed: a
+// submission that knew it could work out which rows are checked). Printed when the check fails.
+SpeedCheck random_speed_check(const SpeedConfig& c) {
+  std::random_device device;
+  std::mt19937_64 rng((std::uint64_t(device()) << 32) ^ device());
+  SpeedCheck check;
+  check.seed = rng();
+  check.head = int(rng() % std::uint64_t(c.batch() * c.heads()));
+  check.first_row = int(rng() % std::uint64_t(c.N - SpeedCheck::kRows + 1));
+  check.checked_call = int(rng() % std::uint64_t(SpeedCheck::kRepeats));
+  return check;
+}
+
+}  // namespace
+
+double time_in_lab(const SpeedConfig& c, bool solution) {
+  const SpeedCheck check = random_speed_check(c);
+  isolation::Packet args;
+  args.put<std::int32_t>(c.d);
+  args.put<std::uint8_t>(c.causal);
+  args.put<std::uint64_t>(check.seed);
+  args.put<std::int32_t>(check.head);
+  args.put<std::int32_t>(check.first_row);
+  args.put<std::int32_t>(check.checked_call);
+  auto reply = (solution ? isolation::solution_lab() : isolation::lab()).call("time", args);
+  const double ms = reply.results.get<double>();
+  const std::vector<std::uint8_t> o_bits = gpu_wire::get_bytes(reply.results);
+  std::vector<float> lse(SpeedCheck::kRows);
+  reply.results.get_bytes(lse.data(), lse.size() * 4);
+  if (o_bits.size() != std::size_t(SpeedCheck::kRows) * c.d * 2)
+    throw std::runtime_error("time: the lab process sent " + std::to_string(o_bits.size()) + " bytes of O rows");
+  const TimedRowsError error = timed_rows_error(c, check, to_doubles(DType::bf16, o_bits), lse);
+  if (!error.ok()) throw std::runtime_error(timed_rows_message(check, error, solution ? "the solution kernel's" : "your kernel's"));
+  if (!(ms > 0) || !std::isfinite(ms)) throw std::runtime_error("a timing of " + std::to_string(ms) + " ms");
+  return ms;
+}
+
+std::string device_name() {
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) return "unknown GPU";
+  return prop.name;
+}
+
+namespace {
+
+// "d=64 causal N=4096: "
+std::string config_label(const SpeedConfig& c) {
+  return "d=" + std::to_string(c.d) + (c.causal ? " causal" : " non-causal") + " N=" + std::to_string(c.N) + ": ";
+}
+
+// "yours 1.234 ms (456 TFLOP/s)"
+std::string timing(const SpeedConfig& c, const char* who, double ms) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%s %.3f ms (%.0f TFLOP/s)", who, ms, c.flops() / ms / 1e9);
+  return buf;
+}
+
+SpeedConfig speed_config(int d, bool causal) {
+  SpeedConfig c;
+  c.d = d;
+  c.causal = causal;
+  return c;
+}
+
+// Lab 5's rule: returns the fraction of the points and appends the figures to `note`.
+double fraction_against_solution(int d, std::string& note) {
+  double worst = 0;  // the student's time over the solution's
+  for (bool causal : {false, true}) {
+    const SpeedConfig c = speed_config(d, causal);
+    const double student = time_in_lab(c, /*solution=*/false);
+    // The student's lab process ends here, and its CUDA context with it: work it left running on
+    // the GPU (a kernel on a stream of its own, launched by a thread of its own while it waits)
+    // would otherwise slow the solution's timing and make the ratio look better. The next call
+    // starts a fresh process.
+    isolation::lab().restart();
+    const double solution = time_in_lab(c, /*solution=*/true);
+    char ratio[32];
+    std::snprintf(ratio, sizeof ratio, ", %.2fx; ", student / solution);
+    note += config_label(c) + timing(c, "yours", student) + ", " + timing(c, "solution", solution) + ratio;
+    worst = std::max(worst, student / solution);
+  }
+  note += "full points within 1.2x of the solution, none at 3x";
+  // A time ratio: lower is better, so it is linear in its negative.
+  return speed_fraction(-worst, -3.0, -1.2);
+}
+
+}  // namespace
+
+void award_speed_against_solution(int d) {
+  std::string note;
+  const double fraction = fraction_against_solution(d, note);
+  grading::award_fraction(fraction, note);
+}
+
+void award_speed_against_cudnn(int d) {
+  const std::string gpu = device_name();
+  for (bool causal : {false, true})
+    if (!recorded_cudnn_tflops(gpu, speed_config(d, causal))) {
+      std::string note = "no recorded cuDNN figure for the " + gpu + ", so graded against the solution in this run: ";
+      const double fraction = fraction_against_solution(d, note);
+      grading::award_fraction(fraction, note);
+      return;
+    }
+  std::string note;
+  double worst = INFINITY;  // the student's TFLOP/s over cuDNN's
+  for (bool causal : {false, true}) {
+    const SpeedConfig c = speed_config(d, causal);
+    const double ms = time_in_lab(c, /*solution=*/false);
+    const double cudnn = *recorded_cudnn_tflops(gpu, c);
+    const double ratio = c.flops() / ms / 1e9 / cudnn;
+    char buf[128];
+    std::snprintf(buf, sizeof buf, ", %.2fx cuDNN's %.0f TFLOP/s recorded on the %s; ", ratio, cudnn, gpu.c_str());
+    note += config_label(c) + timing(c, "yours", ms) + buf;
+    worst = std::min(worst, ratio);
+  }
+  char rule[96];
+  std::snprintf(rule, sizeof rule, "full points at %.1fx cuDNN, none at %.1fx", kCudnnFullAt, kCudnnNoneAt);
+  grading::award_fraction(speed_fraction(worst, kCudnnNoneAt, kCudnnFullAt), note + rule);
 }
 
 }  // namespace gpu_grading

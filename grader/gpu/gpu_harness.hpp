@@ -18,6 +18,7 @@
 #include "gpu_wire.hpp"
 #include "grading.hpp"
 #include "reference/data.hpp"
+#include "speed_rules.hpp"
 
 namespace gpu_grading {
 
@@ -110,5 +111,26 @@ bool check_config(const Config& c, const std::string& what, std::uint64_t seed);
 // bit (a race shows up as results that change from run to run), the inputs must be unchanged,
 // and O and LSE must match the reference.
 void check_deterministic(const Config& c, const std::string& what, const std::vector<std::uint64_t>& seeds);
+
+// The speed checks (labs 5 and 8): the median milliseconds of the shipped kernel on the speed
+// benchmark's shape, timed in the student's lab process (solution = false) or in the solution's
+// (the lab process's "time" request, gpu_lab::time_forward). Throws, and so the check fails,
+// when what one randomly chosen timed call computed is not attention (SpeedCheck in
+// speed_rules.hpp: 16 random rows of a random head against the fp64 reference), or when the
+// timing is not a positive finite number.
+double time_in_lab(const SpeedConfig& c, bool solution);
+
+// The name of device 0 as CUDA reports it (cudaDeviceProp::name), e.g. "NVIDIA H200".
+std::string device_name();
+
+// Lab 5's speed rule, for head dimension d (causal and not, the worse counts): the student's time
+// over the solution's, both timed in this run, one after the other. Full points within 1.2x,
+// none at 3x, linear between; the note gives both times and TFLOP/s.
+void award_speed_against_solution(int d);
+
+// Lab 8's speed rule, for head dimension d (causal and not, the worse counts): the student's
+// TFLOP/s over cuDNN's recorded on this GPU model (speed_rules.hpp): full points at 0.8x, none at
+// 0.4x. On a GPU with no recorded figure, lab 5's rule against the solution, and the note says so.
+void award_speed_against_cudnn(int d);
 
 }  // namespace gpu_grading

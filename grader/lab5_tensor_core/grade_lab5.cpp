@@ -15,7 +15,6 @@
 #include "course/lab5_tensor_core.hpp"
 #include "gpu_harness.hpp"
 #include "lab_process.hpp"
-#include "speed.hpp"
 
 using course::lab5::Version;
 using gpu_grading::Config;
@@ -54,44 +53,6 @@ void small_shapes(DType dtype, Version v = Version::best) {
         c.causal = causal;
         check(c, v);
       }
-}
-
-// Median milliseconds of the shipped kernel on the speed benchmark, timed in a lab process.
-double time_in(isolation::LabProcess& process, const lab5_speed::SpeedConfig& c) {
-  isolation::Packet args;
-  args.put<std::int32_t>(c.d);
-  args.put<std::uint8_t>(c.causal);
-  auto reply = process.call("time", args);
-  const double ms = reply.results.get<double>();
-  if (!(ms > 0) || !std::isfinite(ms)) throw std::runtime_error("a timing of " + std::to_string(ms) + " ms");
-  return ms;
-}
-
-// The student's time over the solution's, for one benchmark configuration. Both run on the same
-// GPU, one after the other, each in its own lab process.
-double speed_ratio(const lab5_speed::SpeedConfig& c, std::string& note) {
-  const double student = time_in(isolation::lab(), c);
-  const double solution = time_in(isolation::solution_lab(), c);
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "d=%d %s N=%d: yours %.3f ms (%.0f TFLOP/s), solution %.3f ms (%.0f TFLOP/s), %.2fx; ",
-                c.d, c.causal ? "causal" : "non-causal", c.N, student, c.flops() / student / 1e9, solution,
-                c.flops() / solution / 1e9, student / solution);
-  note += buf;
-  return student / solution;
-}
-
-// Full credit within 1.2x of the solution's time, falling linearly to none at 3x.
-void award_speed(int d) {
-  std::string note;
-  double worst = 0;
-  for (bool causal : {false, true}) {
-    lab5_speed::SpeedConfig c;
-    c.d = d;
-    c.causal = causal;
-    worst = std::max(worst, speed_ratio(c, note));
-  }
-  const double fraction = worst <= 1.2 ? 1.0 : (3.0 - worst) / (3.0 - 1.2);
-  grading::award_fraction(fraction, note + "full points within 1.2x of the solution, none at 3x");
 }
 
 const char* kBf16 = "best: bf16 small shapes within band";
@@ -184,10 +145,10 @@ TEST_CASE("bad input gets a clear error" * grading::points(1, kBf16)) {
 
 TEST_CASE("speed: d=64 within 1.2x of the solution" * grading::points(4, kBf16)) {
   gpu_grading::require_device();
-  award_speed(64);
+  gpu_grading::award_speed_against_solution(64);
 }
 
 TEST_CASE("speed: d=128 within 1.2x of the solution" * grading::points(4, kBf16)) {
   gpu_grading::require_device();
-  award_speed(128);
+  gpu_grading::award_speed_against_solution(128);
 }

@@ -5,7 +5,8 @@
 // for the shipped version and for every step of the staircase, in bf16 and fp16, d = 64 and 128,
 // causal and not, lengths that cross the 128-row and 128-key tiles by one, Nq != Nk with rows
 // that see no key. Every check skips, saying why, without a GPU or on a GPU that is not sm_90.
-// No speed points yet (labs/lab8_hopper/README.md says why).
+// Speed points against cuDNN's TFLOP/s recorded on the same GPU model (grader/gpu/speed_rules.hpp:
+// full points at 0.8x, none at 0.4x; lab 5's rule against the solution where none is recorded).
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -123,6 +124,9 @@ TEST_CASE("staircase: every version matches the reference" * grading::points(3))
   require_hopper();
   for (Version v : course::lab8::kAllVersions) {
     small_shapes(DType::bf16, v);
+    // Both dtypes: a weight of 2^-125 given to a masked score (step 8's polynomial without its
+    // floor) rounds to 0 in fp16's P but not in bf16's, which shares fp32's exponent range.
+    causal_unequal(DType::bf16, v);
     causal_unequal(DType::fp16, v);
     Config c;  // several tiles of both kinds, so that every stage is refilled and wraps its phase
     c.B = 1;
@@ -173,4 +177,15 @@ TEST_CASE("bad input gets a clear error" * grading::points(1, kBf16)) {
   CHECK_THROWS_AS(gpu_grading::call_with_bad_arguments(shape(0, 64, DType::fp16), false), course::BadInput);
   CHECK_THROWS_AS(gpu_grading::call_with_bad_arguments(shape(1, 64, DType::fp32), false), course::BadInput);
   CHECK_THROWS_AS(call_with_misaligned_q(shape(1, 64, DType::bf16)), course::BadInput);
+}
+
+// bf16, N = 4096, B * N = 16k tokens, H * d = 2048, causal and not (the worse counts).
+TEST_CASE("speed: d=64 at 0.8x cuDNN" * grading::points(4, kBf16)) {
+  require_hopper();
+  gpu_grading::award_speed_against_cudnn(64);
+}
+
+TEST_CASE("speed: d=128 at 0.8x cuDNN" * grading::points(4, kBf16)) {
+  require_hopper();
+  gpu_grading::award_speed_against_cudnn(128);
 }

@@ -1,62 +1,10 @@
 // The lab process's side of lab 8: runs the student's kernel (any step of the staircase) on the
-// inputs the grader sent, inside grader/gpu/device_run. See grader/isolation/worker.hpp.
-#include <cstdint>
-
-#include "course/gpu.hpp"
+// inputs the grader sent, inside grader/gpu/device_run, and times the shipped version for the
+// speed checks. The handlers are lab 5's (grader/gpu/forward_handlers.hpp); see
+// grader/isolation/worker.hpp.
 #include "course/lab8_hopper.hpp"
-#include "device_run.hpp"
-#include "gpu_wire.hpp"
-#include "worker.hpp"
-
-namespace {
-
-using isolation::Packet;
-
-course::lab8::ForwardOptions options_of(const gpu_wire::KernelCall& c, cudaStream_t stream) {
-  course::lab8::ForwardOptions options;
-  options.causal = c.causal;
-  options.scale = c.scale;
-  options.stream = stream;
-  if (c.version >= 0) options.version = course::lab8::Version(c.version);
-  return options;
-}
-
-void forward(Packet& args, Packet& out) {
-  const gpu_wire::KernelCall c = gpu_wire::get_call(args);
-  const auto q = gpu_wire::get_bytes(args), k = gpu_wire::get_bytes(args), v = gpu_wire::get_bytes(args);
-  const auto result = gpu_lab::run_kernel(c, q, k, v, [&](const void* dq, const void* dk, const void* dv, void* o,
-                                                        float* lse, cudaStream_t stream) {
-    course::lab8::flash_attention_forward(dq, dk, dv, o, lse, c.dtype, {c.B, c.H, c.Nq, c.Nk, c.d},
-                                          options_of(c, stream));
-  });
-  gpu_lab::put_result(out, result);
-}
-
-void bad_arguments(Packet& args, Packet&) {
-  const gpu_wire::KernelCall c = gpu_wire::get_call(args);
-  const bool null_q = args.get<std::uint8_t>() != 0;
-  gpu_lab::call_with_dummy_buffers([&](void* buffer) {
-    course::lab8::flash_attention_forward(null_q ? nullptr : buffer, buffer, buffer, buffer,
-                                          static_cast<float*>(buffer), c.dtype,
-                                          {c.B, c.H, c.Nq, c.Nk, c.d}, options_of(c, nullptr));
-  });
-}
-
-// Q two bytes past the (256-byte aligned) start of a device buffer: not 16-byte aligned.
-void bad_arguments_misaligned(Packet& args, Packet&) {
-  const gpu_wire::KernelCall c = gpu_wire::get_call(args);
-  gpu_lab::call_with_dummy_buffers([&](void* buffer) {
-    const void* q = static_cast<const unsigned char*>(buffer) + 2;
-    course::lab8::flash_attention_forward(q, buffer, buffer, buffer, static_cast<float*>(buffer), c.dtype,
-                                          {c.B, c.H, c.Nq, c.Nk, c.d}, options_of(c, nullptr));
-  });
-}
-
-}  // namespace
+#include "forward_handlers.hpp"
 
 void isolation::register_handlers(Registry& r) {
-  r.add("forward/bf16", forward);
-  r.add("forward/fp16", forward);
-  r.add("bad_arguments", bad_arguments);
-  r.add("bad_arguments_misaligned", bad_arguments_misaligned);
+  gpu_lab::add_forward_handlers<course::lab8::ForwardOptions, &course::lab8::flash_attention_forward>(r);
 }

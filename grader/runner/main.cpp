@@ -4,7 +4,7 @@
 //   course_runner grade  --manifest FILE [--workers DIR] [--labs 1,3] [--solutions] [--seed S]
 //                        [--timeout SEC] [--out DIR] [--verbose]
 //   course_runner expect --binary GRADER --worker LAB_PROCESS [--solution-worker LAB_PROCESS]
-//                        (--full-marks [--seeds 1-20] | --fail CHECK [--message TEXT])
+//                        (--full-marks [--seeds 1-20] | (--fail | --short-of-full) CHECK [--message TEXT])
 //                        [--seed S] [--timeout SEC] [--exclude 'speed:*'] [--only 'gpu:*']
 //   course_runner list   --binary GRADER      (each check's points and name)
 //
@@ -13,7 +13,9 @@
 // runner reads) and the untrusted lab process it starts (the code being graded; see
 // grader/isolation/). `grade` is what `./course grade` calls; `expect` is what the project's own
 // tests call: a solution or correct variant must earn full marks (at every seed asked for), a
-// planted bug must fail the check it was planted for, for the reason it was planted for.
+// planted bug must fail the check it was planted for, for the reason it was planted for
+// (--short-of-full: must not earn that check's full points, e.g. a speed check graded on a
+// sliding scale, where an honest result for the planted code is partial credit).
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -38,7 +40,8 @@ using runner::LabResult;
 struct Args {
   std::string mode, manifest, workers, binary, worker, solution_worker, seed = "1", seeds, out = "out", labs,
       fail_check, message, exclude, only;
-  bool solutions = false, full_marks = false, verbose = false;
+  bool solutions = false, full_marks = false, verbose = false,
+       partial_rejects = false;  // --short-of-full: partial credit on fail_check counts as rejected
   double timeout = 120;
 };
 
@@ -47,7 +50,8 @@ struct Args {
                "course_runner: %s\nusage: course_runner grade --manifest FILE [--workers DIR] [--labs 1,2] "
                "[--solutions] [--seed S] [--timeout SEC] [--out DIR] [--verbose]\n"
                "       course_runner expect --binary GRADER --worker LAB_PROCESS [--solution-worker P] "
-               "(--full-marks [--seeds A-B] | --fail CHECK [--message TEXT]) [--seed S] [--exclude GLOB] [--only GLOB]\n"
+               "(--full-marks [--seeds A-B] | (--fail | --short-of-full) CHECK [--message TEXT]) [--seed S] "
+               "[--exclude GLOB] [--only GLOB]\n"
                "       course_runner list --binary GRADER\n",
                why.c_str());
   std::exit(2);
@@ -77,6 +81,7 @@ Args parse(int argc, char** argv) {
     else if (k == "--out") a.out = value();
     else if (k == "--labs") a.labs = value();
     else if (k == "--fail") a.fail_check = value();
+    else if (k == "--short-of-full") a.fail_check = value(), a.partial_rejects = true;
     else if (k == "--message") a.message = value();
     else if (k == "--exclude") a.exclude = value();
     else if (k == "--only") a.only = value();
@@ -246,7 +251,7 @@ std::string filter_note(const Args& a) {
 // For ctest: 0 = as expected, 1 = not as expected, 77 = everything skipped (ctest SKIP).
 int expect(const Args& a) {
   if (a.binary.empty() || a.worker.empty()) usage("expect needs --binary GRADER and --worker LAB_PROCESS");
-  if (!a.full_marks && a.fail_check.empty()) usage("expect needs --full-marks or --fail CHECK");
+  if (!a.full_marks && a.fail_check.empty()) usage("expect needs --full-marks, --fail CHECK or --short-of-full CHECK");
   runner::become_subreaper();
   TempDir dir;
   int result = 0;
@@ -278,17 +283,21 @@ int expect(const Args& a) {
     for (const auto& c : lab.checks) {
       if (c.name != a.fail_check) continue;
       if (c.status == "skip") return 77;
-      if (c.status != "fail") {
-        std::printf("expected \"%s\" to fail, but it %s\n", c.name.c_str(), c.status == "pass" ? "passed" : c.status.c_str());
+      const bool rejected = c.status == "fail" || (a.partial_rejects && c.status == "partial");
+      if (!rejected) {
+        std::printf("expected \"%s\" to %s, but it %s\n", c.name.c_str(),
+                    a.partial_rejects ? "fall short of full points" : "fail",
+                    c.status == "pass" ? "passed" : c.status.c_str());
         return 1;
       }
       if (c.message.find(a.message) == std::string::npos) {
-        std::printf("\"%s\" failed, but not for the planted reason: its message lacks \"%s\"\n", c.name.c_str(),
+        std::printf("\"%s\" %s, but not for the planted reason: its message lacks \"%s\"\n", c.name.c_str(),
+                    c.status == "fail" ? "failed" : "earned partial points",
                     a.message.c_str());
         return 1;
       }
-      std::printf("rejected as expected: \"%s\" failed with a message containing \"%s\"\n", c.name.c_str(),
-                  a.message.c_str());
+      std::printf("rejected as expected: \"%s\" %s with a message containing \"%s\"\n", c.name.c_str(),
+                  c.status == "fail" ? "failed" : "earned partial points", a.message.c_str());
       return 0;
     }
     std::printf("the grader has no check named \"%s\"\n", a.fail_check.c_str());

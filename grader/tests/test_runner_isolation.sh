@@ -59,4 +59,21 @@ grep -q "seed 2: full marks: 10/10 points (checks matching 'half\*' left out)" "
 "$runner" expect --binary "$dir/grade_ok" --worker "$dir/grade_ok" --full-marks --seeds 3 --only 'first*' > "$dir/expect.txt" 2>&1 ||
   fail "expect --only failed: $(cat "$dir/expect.txt")"
 grep -q "seed 3: full marks: 2/2 points (only the checks matching 'first\*')" "$dir/expect.txt" || fail "expect --only output: $(cat "$dir/expect.txt")"
+# expect --fail wants the check failed; --short-of-full also takes partial credit (a speed check's
+# sliding scale), and both want the planted reason in the message.
+expect_rc() {  # WANTED_RC GRADER then the expect options
+  local wanted=$1 grader=$dir/grade_$2 rc=0; shift 2
+  "$runner" expect --binary "$grader" --worker "$grader" "$@" > "$dir/expect.txt" 2>&1 || rc=$?
+  [ "$rc" = "$wanted" ] || fail "expect $* exited $rc, wanted $wanted: $(cat "$dir/expect.txt")"
+}
+expect_rc 1 ok --fail "half credit" --message "slower"
+grep -q 'expected "half credit" to fail, but it partial' "$dir/expect.txt" || fail "expect --fail output: $(cat "$dir/expect.txt")"
+expect_rc 0 ok --short-of-full "half credit" --message "slower than the solution"
+grep -q 'rejected as expected: "half credit" earned partial points' "$dir/expect.txt" ||
+  fail "expect --short-of-full output: $(cat "$dir/expect.txt")"
+expect_rc 1 ok --short-of-full "half credit" --message "does not match the reference"
+expect_rc 1 ok --short-of-full "first check" --message ""
+grep -q 'expected "first check" to fall short of full points, but it passed' "$dir/expect.txt" ||
+  fail "expect --short-of-full on a passing check: $(cat "$dir/expect.txt")"
+expect_rc 0 fail --short-of-full "misbehaving check" --message "planted failure"
 echo "runner isolation: ok"

@@ -4,8 +4,9 @@
 // references and the benchmarks.
 //
 // Host compilers and nvcc both compile this header (no Eigen, no device code outside
-// __CUDACC__). It holds nothing that grading relies on: the grader draws its inputs on the CPU
-// (reference/data.hpp) and compares on its own side.
+// __CUDACC__). Grading trusts nothing in it: the graders draw their inputs on the CPU
+// (reference/data.hpp; the speed checks, course/seeded_normal.hpp's stream) and compare on their
+// own side.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "course/math_constants.hpp"
+#include "course/seeded_normal.hpp"
 
 #ifdef __CUDACC__
 #include <cuda_bf16.h>
@@ -151,27 +153,14 @@ __device__ __forceinline__ void load_rows_fp32(float* tile, int pitch, const T* 
 }
 
 // Seeded inputs for timing and benchmarks, drawn on the device: element i of a buffer is a
-// function of (seed, i) only, so a seed gives the same values whatever the launch shape.
-// (The graders draw their inputs on the CPU with reference/data.hpp instead.)
-
-__device__ inline std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-// Standard normal values (Box-Muller on a counter-based hash), never exactly zero in fp32.
+// function of (seed, i) only (course/seeded_normal.hpp), so a seed gives the same values whatever
+// the launch shape, and the host can draw them too. (The graders' correctness checks draw their
+// inputs on the CPU with reference/data.hpp instead.)
 template <class T>
 __global__ void fill_normal_kernel(T* x, std::int64_t n, std::uint64_t seed) {
-  constexpr float kTwoPi = 6.2831853f;
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += std::int64_t(gridDim.x) * blockDim.x) {
-    const std::uint64_t h = splitmix64(seed * 0x100000001B3ull + std::uint64_t(i));
-    const float u1 = (float((h >> 11) & ((1ull << 24) - 1)) + 0.5f) / float(1 << 24);
-    const float u2 = float(h >> 40) / float(1 << 24);
-    x[i] = T(sqrtf(-2.0f * logf(u1)) * cosf(kTwoPi * u2));
-  }
+       i += std::int64_t(gridDim.x) * blockDim.x)
+    x[i] = T(seeded_normal(seed, std::uint64_t(i)));
 }
 
 // Fills x[0, count) with standard normal values drawn from `seed`, on `stream`, without

@@ -1,7 +1,7 @@
 // Lab 8 (beyond): host side of the Hopper FlashAttention forward kernel.
 // The kernel and its device functions are in flash_h100_kernel.cuh (and the headers it
-// includes); this file checks the input, builds the TMA tensor maps, picks the tile
-// configuration and launches one instantiation per dtype, head dimension and version.
+// includes); this file checks the input, picks the tile configuration, builds the TMA tensor
+// maps for it and launches one instantiation per dtype, head dimension, version and tiles.
 // Compiled for sm_90a only (grader/lab8_hopper/CMakeLists.txt): wgmma exists nowhere else.
 #include <cmath>
 #include <cstdint>
@@ -29,11 +29,26 @@ struct TensorMaps {
   CUtensorMap v;  // 64-byte aligned by its own declaration (cuda.h)
 };
 
+// The maps of one launch, their boxes from the configuration launched: Q's boxes have the query
+// tile's rows, K's and V's the key tile's. Step 1 reads with plain loads and gets them zeroed.
+template <class Cfg, class Step, class T>
+TensorMaps make_maps(const KernelParams& params, int batch_heads) {
+  TensorMaps maps;
+  std::memset(static_cast<void*>(&maps), 0, sizeof maps);
+  if constexpr (Step::tma) {
+    constexpr bool bf16 = std::is_same_v<T, __nv_bfloat16>;
+    sm90::make_tensor_map_bhnd(&maps.q, params.q, bf16, batch_heads, params.nq, Cfg::kHeadDim, Cfg::kBlockM);
+    sm90::make_tensor_map_bhnd(&maps.k, params.k, bf16, batch_heads, params.nk, Cfg::kHeadDim, Cfg::kBlockN);
+    sm90::make_tensor_map_bhnd(&maps.v, params.v, bf16, batch_heads, params.nk, Cfg::kHeadDim, Cfg::kBlockN);
+  }
+  return maps;
+}
+
 // Grid: x = query tiles, y = batch*head: the query tiles of one head are neighbours in launch
 // order, so the CTAs running at one time share that head's K and V in L2.
 template <class Cfg, class Step, class T>
-void launch_forward(const KernelParams& params, const TensorMaps& maps, int batch_heads,
-                    cudaStream_t stream) {
+void launch_forward(const KernelParams& params, int batch_heads, cudaStream_t stream) {
+  const TensorMaps maps = make_maps<Cfg, Step, T>(params, batch_heads);
   const auto kernel = flash_h100_forward_kernel<Cfg, Step, T>;
   constexpr int smem_bytes = SmemLayout<Cfg, Step>::kBytes;
   // Above 48 KB a kernel must opt in to its dynamic shared memory.
@@ -50,7 +65,6 @@ namespace course::lab8 {
 namespace {
 
 using detail::KernelParams;
-using detail::TensorMaps;
 using detail::TileConfig;
 
 // ------------------------------------------------------------------------------------------
@@ -58,51 +72,73 @@ using detail::TileConfig;
 // ------------------------------------------------------------------------------------------
 
 // TileConfig<d, query rows per CTA (64 per warpgroup), keys per K/V tile, K/V stages>.
-// 2 warpgroups x 64 rows, 128 keys: S is 64 registers a thread, O d/2, P kBlockN/4 -- within
-// the 255 of a 256-thread CTA at d = 128 (DESIGN.md section 6). Step 4 adds a producer
-// warpgroup to the same tiles (384 threads; consumers at 240 registers after setmaxnreg).
-// Starting points, to be measured on the device (steps 4-6 may change the shapes).
-using Cfg64 = TileConfig<64, 128, 128, 2>;
-using Cfg128 = TileConfig<128, 128, 128, 2>;
-
+//
+// Steps 1-3: 2 warpgroups x 64 rows, 128 keys. S is 64 registers a thread, O d/2, P kBlockN/4:
+// within the 255 of a 256-thread CTA at d = 128 (DESIGN.md section 6).
 template <int kHeadDim>
-using ShippedConfig = std::conditional_t<kHeadDim == 128, Cfg128, Cfg64>;
+using OneRoleConfig = TileConfig<kHeadDim, 128, 128, 2>;
 
+// Steps 4-7 add a producer warpgroup, and the consumers' registers come from setmaxnreg: 240
+// each for two consumers, 160 for three (RegisterBudget). Per head dimension and causality:
+//   d = 64: three consumers (192 query rows), 128 keys. At d = 64 the softmax is as long as at
+//     d = 128 but the products are half as long, so a third warpgroup gives the tensor cores
+//     more GEMMs to take while the others are in their softmax (FA3 does the same). 160
+//     registers hold S (64), P (32) and O (32) of one warpgroup; 160 or 192 keys spill.
+//   d = 128, not causal: 176 keys (S 88 registers): fewer, longer products per row.
+//   d = 128, causal: 128 keys: the diagonal tile is masked work, and a longer one wastes more.
+// CANDIDATES, not yet measured: see bench/results/lab8_*.md for the measured choice
+// (tools/lab8-tile-sweep measures alternatives by editing these four lines).
+template <int kHeadDim, bool kCausal>
+struct WarpSpecializedTiles;
+template <> struct WarpSpecializedTiles<64, false> { using type = TileConfig<64, 192, 128, 2>; };
+template <> struct WarpSpecializedTiles<64, true> { using type = TileConfig<64, 192, 128, 2>; };
+template <> struct WarpSpecializedTiles<128, false> { using type = TileConfig<128, 128, 176, 2>; };
+template <> struct WarpSpecializedTiles<128, true> { using type = TileConfig<128, 128, 128, 2>; };
+
+template <int kHeadDim, class Step, bool kCausal>
+using ShippedConfig = std::conditional_t<Step::warp_specialized, typename WarpSpecializedTiles<kHeadDim, kCausal>::type,
+                                         OneRoleConfig<kHeadDim>>;
+
+// One version at one head dimension: the causal and the non-causal tiles (one instantiation
+// where they are the same).
 template <int kHeadDim, Version kVersion, class T>
-void launch_shipped(const KernelParams& params, const TensorMaps& maps, int batch_heads,
-                    cudaStream_t stream) {
+void launch_shipped(const KernelParams& params, int batch_heads, cudaStream_t stream) {
   using Step = typename detail::StepOf<kVersion>::type;
   static_assert(Step::kVersion == kVersion, "StepOf maps each Version to its own step");
-  detail::launch_forward<ShippedConfig<kHeadDim>, Step, T>(params, maps, batch_heads, stream);
+  if (params.causal)
+    detail::launch_forward<ShippedConfig<kHeadDim, Step, true>, Step, T>(params, batch_heads, stream);
+  else
+    detail::launch_forward<ShippedConfig<kHeadDim, Step, false>, Step, T>(params, batch_heads, stream);
 }
 
 template <int kHeadDim, class T>
-void dispatch_version(Version version, const KernelParams& params, const TensorMaps& maps,
-                      int batch_heads, cudaStream_t stream) {
+void dispatch_version(Version version, const KernelParams& params, int batch_heads, cudaStream_t stream) {
   switch (version) {
     case Version::wgmma:
-      return launch_shipped<kHeadDim, Version::wgmma, T>(params, maps, batch_heads, stream);
+      return launch_shipped<kHeadDim, Version::wgmma, T>(params, batch_heads, stream);
     case Version::tma:
-      return launch_shipped<kHeadDim, Version::tma, T>(params, maps, batch_heads, stream);
+      return launch_shipped<kHeadDim, Version::tma, T>(params, batch_heads, stream);
     case Version::pipelined:
-      return launch_shipped<kHeadDim, Version::pipelined, T>(params, maps, batch_heads, stream);
+      return launch_shipped<kHeadDim, Version::pipelined, T>(params, batch_heads, stream);
     case Version::warp_specialized:
-      return launch_shipped<kHeadDim, Version::warp_specialized, T>(params, maps, batch_heads, stream);
+      return launch_shipped<kHeadDim, Version::warp_specialized, T>(params, batch_heads, stream);
     case Version::causal_skip:
-      return launch_shipped<kHeadDim, Version::causal_skip, T>(params, maps, batch_heads, stream);
+      return launch_shipped<kHeadDim, Version::causal_skip, T>(params, batch_heads, stream);
     case Version::intra_wg_overlap:
-      return launch_shipped<kHeadDim, Version::intra_wg_overlap, T>(params, maps, batch_heads, stream);
+      return launch_shipped<kHeadDim, Version::intra_wg_overlap, T>(params, batch_heads, stream);
     case Version::pingpong:
-      return launch_shipped<kHeadDim, Version::pingpong, T>(params, maps, batch_heads, stream);
+      return launch_shipped<kHeadDim, Version::pingpong, T>(params, batch_heads, stream);
+    case Version::exp2_poly:
+      return launch_shipped<kHeadDim, Version::exp2_poly, T>(params, batch_heads, stream);
   }
   throw BadInput("lab8::flash_attention_forward: unknown Version value");
 }
 
 template <class T>
-void dispatch_head_dim(int d, Version version, const KernelParams& params, const TensorMaps& maps,
-                       int batch_heads, cudaStream_t stream) {
-  if (d == 64) return dispatch_version<64, T>(version, params, maps, batch_heads, stream);
-  return dispatch_version<128, T>(version, params, maps, batch_heads, stream);
+void dispatch_head_dim(int d, Version version, const KernelParams& params, int batch_heads,
+                       cudaStream_t stream) {
+  if (d == 64) return dispatch_version<64, T>(version, params, batch_heads, stream);
+  return dispatch_version<128, T>(version, params, batch_heads, stream);
 }
 
 [[maybe_unused]] bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
@@ -118,19 +154,6 @@ void dispatch_head_dim(int d, Version version, const KernelParams& params, const
   return 10 * major + minor;
 }
 
-// The maps of one call (versions 2-4; version 1 passes them zeroed and never reads them).
-// Q's boxes have the query tile's rows, K's and V's the key tile's.
-[[maybe_unused]] TensorMaps make_maps(const void* Q, const void* K, const void* V, bool bf16, const AttentionShape& shape) {
-  TensorMaps maps;
-  const uint64_t heads = uint64_t(shape.B) * shape.H;
-  const uint32_t box_m = shape.d == 128 ? Cfg128::kBlockM : Cfg64::kBlockM;
-  const uint32_t box_n = shape.d == 128 ? Cfg128::kBlockN : Cfg64::kBlockN;
-  sm90::make_tensor_map_bhnd(&maps.q, Q, bf16, heads, shape.Nq, shape.d, box_m);
-  sm90::make_tensor_map_bhnd(&maps.k, K, bf16, heads, shape.Nk, shape.d, box_n);
-  sm90::make_tensor_map_bhnd(&maps.v, V, bf16, heads, shape.Nk, shape.d, box_n);
-  return maps;
-}
-
 }  // namespace
 
 void flash_attention_forward(const void* Q, const void* K, const void* V, void* O, float* lse,
@@ -141,8 +164,9 @@ void flash_attention_forward(const void* Q, const void* K, const void* V, void* 
   // rule for a global address, and the 16-byte loads of version 1), dtype not bf16/fp16, d not
   // 64/128, B, H, Nq, Nk < 1, B*H over the grid's y limit, a scale that is negative or not
   // finite (0 means 1/sqrt(d)), a GPU that is not compute capability 9.0
-  // fill KernelParams (scale_log2 = scale * log2(e)); versions 2-4 need the tensor maps
-  // dispatch on dtype, d and version; launch on options.stream, do not synchronise
+  // fill KernelParams (scale_log2 = scale * log2(e))
+  // dispatch on dtype, d and version (the launch builds the tensor maps for the tiles it picks);
+  // launch on options.stream, do not synchronise
   throw course::NotImplemented("flash_attention_forward", "labs/lab8_hopper/flash_h100.cu");
 }
 

@@ -25,6 +25,7 @@ struct V1_Wgmma {
   static constexpr bool causal_skip = false;       // causal: only the visible K/V tiles
   static constexpr bool intra_wg_overlap = false;  // softmax of tile j under P_{j-1} V_{j-1}
   static constexpr bool pingpong = false;          // consumer warpgroups alternate their GEMMs
+  static constexpr int kPolyOf8 = 0;  // of every 8 column groups of S, how many get 2^x on the FMA pipes
 };
 // One thread issues a TMA copy per 64-column block of a tile; everybody waits on the barrier.
 struct V2_Tma : V1_Wgmma {
@@ -67,6 +68,16 @@ struct V7_Pingpong : V6_IntraWgOverlap {
   static constexpr Version kVersion = Version::pingpong;
   static constexpr bool pingpong = true;
 };
+// The softmax's exponentials split between two units (FlashAttention-4's trick): an SM computes
+// 16 MUFU.EX2 a clock, and at d = 64 a tile's 2^x take as long there as its two products take on
+// the tensor cores (lecture 8, section 5). 2 of every 8 column groups get 2^x from a degree-3
+// polynomial on the FMA pipes (128 lanes) instead: 6 FP32 instructions and 4 others each. The
+// arithmetic says 3 of 8 would even out the two pipes; measured on an H200, every share tried
+// (2, 3, 4 of 8) is slower than step 7 and 2 is the least slow (lecture 8, step 8).
+struct V8_Exp2Poly : V7_Pingpong {
+  static constexpr Version kVersion = Version::exp2_poly;
+  static constexpr int kPolyOf8 = 2;
+};
 
 template <Version kVersion>
 struct StepOf;
@@ -97,6 +108,10 @@ struct StepOf<Version::intra_wg_overlap> {
 template <>
 struct StepOf<Version::pingpong> {
   using type = V7_Pingpong;
+};
+template <>
+struct StepOf<Version::exp2_poly> {
+  using type = V8_Exp2Poly;
 };
 
 // ------------------------------------------------------------------------------------------

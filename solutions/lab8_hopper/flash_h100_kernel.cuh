@@ -528,18 +528,20 @@ __device__ __forceinline__ void consume_tiles(const unsigned char* smem,
 // Steps 6-7: the two products of neighbouring tiles in flight together
 // ------------------------------------------------------------------------------------------
 
-// Step 7's turns (FA3's ping-pong): consumer c may issue its products once the other consumer
-// has issued its own. Named barrier 1 + c (0 is __syncthreads') counts 256 threads: consumer c's
-// 128 wait on it (bar.sync), the other consumer's 128 arrive (bar.arrive, no wait). Consumer 1
-// arrives once before its first turn so that consumer 0 goes first, and not after its last turn,
-// so every arrival is matched by a wait and no barrier is left half-counted at exit.
+// Step 7's turns (FA3's ping-pong; with more than two consumers, a round robin): consumer c may
+// issue its products once consumer c - 1 has issued its own. Named barrier 1 + c (0 is
+// __syncthreads') counts 256 threads: consumer c's 128 wait on it (bar.sync), its predecessor's
+// 128 arrive (bar.arrive, no wait). The last consumer arrives once before its first turn so that
+// consumer 0 goes first, and not after its last turn, so every arrival is matched by a wait and
+// no barrier is left half-counted at exit (every consumer takes the same number of turns).
 template <class Step>
 __device__ __forceinline__ void take_turn(int consumer) {
   if constexpr (Step::pingpong) named_barrier_sync(1 + consumer, 256);
 }
-template <class Step>
+template <class Step, int kConsumers>
 __device__ __forceinline__ void pass_turn(int consumer) {
-  if constexpr (Step::pingpong) named_barrier_arrive(1 + (consumer ^ 1), 256);
+  const int next = consumer == kConsumers - 1 ? 0 : consumer + 1;
+  if constexpr (Step::pingpong) named_barrier_arrive(1 + next, 256);
 }
 
 // A consumer warpgroup of steps 6-7. Iteration j issues S_j = Q K_j^T and then O += P_{j-1} V_{j-1}
@@ -556,10 +558,12 @@ __device__ __forceinline__ void consume_tiles_overlapped(const unsigned char* sm
   using Smem = SmemLayout<Cfg, Step>;
   constexpr int kStages = Smem::kStages;
   constexpr int N = Cfg::kBlockN, D = Cfg::kHeadDim;
+  constexpr int kLast = Cfg::kWarpgroups - 1;  // the last consumer (step 7's turns)
   const ConsumerRows<Cfg, Step, T> rows(params, q0, head, consumer);
   const uint32_t q_tile = smem_address(smem);
   const auto k_tile = [&](int stage) { return smem_address(smem + Smem::k_offset(stage)); };
   const auto v_tile = [&](int stage) { return smem_address(smem + Smem::v_offset(stage)); };
+  const auto pass = [&] { pass_turn<Step, Cfg::kWarpgroups>(consumer); };
   // BEGIN SOLUTION consume_tiles_overlapped device
   //! line 5 and the wait for Q as step 4; if n_tiles > 0:
   //! prologue (tile 0): wait k_full; [turn] issue_scores; wait_group<0>; release K; rows.mask;
@@ -568,8 +572,8 @@ __device__ __forceinline__ void consume_tiles_overlapped(const unsigned char* sm
   //! (P_{j-1} V_{j-1}); wait_group<1>, fence s; release K_j; rows.mask; softmax_tile -> alpha;
   //! wait_group<0>, fence o; release V_{j-1}; rescale_output(o, alpha); pack_p
   //! epilogue: wait v_full of the last tile; [turn] issue_pv; wait_group<0>; release V
-  //! [turn] = take_turn before the issue, pass_turn after it (consumer 1 not after its last);
-  //! consumer 1 passes once before the prologue
+  //! [turn] = take_turn before the issue, pass after it (the last consumer, kLast, not after its
+  //! last turn); kLast passes once before the prologue
   //! lines 12-15: rows.store
   float o[D / 2];
 #pragma unroll
@@ -582,18 +586,18 @@ __device__ __forceinline__ void consume_tiles_overlapped(const unsigned char* sm
     float s[N / 2];
     uint32_t p[N / 16][4];
     float alpha[2];
-    if (consumer == 1) pass_turn<Step>(consumer);  // consumer 0 takes the first turn
+    if (consumer == kLast) pass();  // consumer 0 takes the first turn
 
     // Prologue, tile 0: line 8 and line 9 (O = 0: nothing to rescale yet).
     wait_barrier(&bar.k_full[0], 0);
     take_turn<Step>(consumer);
     issue_scores<Cfg, T>(s, q_tile, k_tile(0), consumer);
-    pass_turn<Step>(consumer);
+    pass();
     wgmma_wait_group<0>();
     fence_operand(s);
     release_stage(&bar.k_empty[0]);
     rows.mask(s, 0);
-    softmax_tile<N>(s, row_max, row_sum, params.scale_log2, alpha);
+    softmax_tile<N, Step::kPolyOf8>(s, row_max, row_sum, params.scale_log2, alpha);
     pack_p<N, T>(p, s);
 
     for (int j = 1; j < n_tiles; ++j) {
@@ -604,13 +608,13 @@ __device__ __forceinline__ void consume_tiles_overlapped(const unsigned char* sm
       take_turn<Step>(consumer);
       issue_scores<Cfg, T>(s, q_tile, k_tile(stage), consumer);
       issue_pv<Cfg, T>(o, p, v_tile(prev));
-      pass_turn<Step>(consumer);
+      pass();
       wgmma_wait_group<1>();  // the older group, S_j, has completed; P_{j-1} V_{j-1} may still run
       fence_operand(s);
       release_stage(&bar.k_empty[stage]);
       // Line 9 of tile j under the product of tile j-1.
       rows.mask(s, j);
-      softmax_tile<N>(s, row_max, row_sum, params.scale_log2, alpha);
+      softmax_tile<N, Step::kPolyOf8>(s, row_max, row_sum, params.scale_log2, alpha);
       wgmma_wait_group<0>();  // P_{j-1} V_{j-1} has completed: O is ours again, P_{j-1} is free
       fence_operand(o);
       release_stage(&bar.v_empty[prev]);
@@ -623,7 +627,7 @@ __device__ __forceinline__ void consume_tiles_overlapped(const unsigned char* sm
     wait_barrier(&bar.v_full[stage], (last / kStages) & 1);
     take_turn<Step>(consumer);
     issue_pv<Cfg, T>(o, p, v_tile(stage));
-    if (consumer == 0) pass_turn<Step>(consumer);  // consumer 1's last turn has no one to pass to
+    if (consumer != kLast) pass();  // the last consumer's last turn has no one to pass to
     wgmma_wait_group<0>();
     fence_operand(o);
     release_stage(&bar.v_empty[stage]);
@@ -646,7 +650,6 @@ __device__ __forceinline__ void forward_warp_specialized(const CUtensorMap& q_ma
   constexpr int kStages = Smem::kStages;
   static_assert(kStages >= 2, "step 4 overlaps a tile's loads with the previous tile's math");
   static_assert(Budget::kThreads == kThreadsOf<Cfg, Step>, "one producer warpgroup");
-  static_assert(!Step::pingpong || Budget::kConsumers == 2, "ping-pong takes turns between two consumers");
   extern __shared__ unsigned char smem_raw[];
   unsigned char* smem = reinterpret_cast<unsigned char*>(
       (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstring>
 
 #include "course/quad_reduce.cuh"
 
@@ -21,6 +22,45 @@ __device__ __forceinline__ float exp2_approx(float x) {
   return y;
 }
 
+// 2^x on the FMA pipes, for step 8. Write x = j + f with j the nearest integer and f in
+// [-1/2, 1/2]: adding 1.5 * 2^23 rounds x to an integer that lands in the low bits of the sum's
+// mantissa (t), and t - 1.5 * 2^23 is that integer as a float. 2^f comes from a degree-3
+// polynomial (minimax on [-1/2, 1/2], relative error 7.5e-5: bf16 rounds P by up to 2^-8), and
+// 2^j is applied by adding j to the exponent field, i.e. t's low bits shifted up by 23. Here x is
+// a score minus the row max, so x <= 0; x is clamped at -125 so that the exponent field stays
+// normal, and below -125 (masked scores are -inf) the result is 0, as ex2.approx gives: a row
+// that sees no key must keep l = 0.
+// It compiles for the host too, so that a CPU test (grader/gpu/tests/exp2_poly_host_test.cu)
+// holds it to exp2 over the whole range; bit_cast_to_float and bit_cast_to_int (memcpy) are what
+// __int_as_float and __float_as_int do on the device.
+__host__ __device__ __forceinline__ float bit_cast_to_float(int i) {
+  float f;
+  memcpy(&f, &i, sizeof f);
+  return f;
+}
+__host__ __device__ __forceinline__ int bit_cast_to_int(float f) {
+  int i;
+  memcpy(&i, &f, sizeof i);
+  return i;
+}
+
+__host__ __device__ __forceinline__ float exp2_poly(float x) {
+  float y = 0.0f;
+  // BEGIN SOLUTION exp2_poly device
+  //! xc = max(x, -125); t = xc + 1.5 * 2^23; f = xc - (t - 1.5 * 2^23);
+  //! p = ((0.05517166 f + 0.24261113) f + 0.69326097) f + 0.99992806 (three fmaf);
+  //! y = the float whose bits are bits(p) + (bits(t) << 23), or 0 if x < -125
+  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23
+  const float xc = fmaxf(x, -125.0f);
+  const float t = xc + kRound;
+  const float f = xc - (t - kRound);
+  const float p = fmaf(fmaf(fmaf(0.05517166f, f, 0.24261113f), f, 0.69326097f), f, 0.99992806f);
+  y = bit_cast_to_float(bit_cast_to_int(p) + (bit_cast_to_int(t) << 23));
+  if (x < -125.0f) y = 0.0f;
+  // END SOLUTION
+  return y;
+}
+
 // Line 9, on the kBlockN scores s of this thread's two rows:
 //   m_new = max(m_old, rowmax(S));   P = 2^(S*c - m_new*c) with c = scale*log2(e)
 //   alpha = 2^(m_old*c - m_new*c);   l = alpha*l + rowsum(P)
@@ -28,14 +68,16 @@ __device__ __forceinline__ float exp2_approx(float x) {
 // half of line 10, rescale_output) before P V is added. m is kept in raw score units; row_sum is
 // this lane's part of l (the quad adds the parts once, in store_output). A row that has seen only
 // -inf keeps m = -inf: we subtract 0 instead, so P = 2^-inf = 0 and no NaN comes from -inf - -inf.
-template <int kBlockN>
+// Step 8 (kPolyOf8 > 0): column group j (keys 8j .. 8j+7) takes exp2_poly when j % 8 < kPolyOf8.
+template <int kBlockN, int kPolyOf8 = 0>
 __device__ __forceinline__ void softmax_tile(float (&s)[kBlockN / 2], float (&row_max)[2],
                                              float (&row_sum)[2], float scale_log2,
                                              float (&alpha)[2]) {
   // BEGIN SOLUTION softmax_tile device
   //! row r (0 or 1) is s[4j + 2r] and s[4j + 2r + 1] for j < kBlockN/8: reduce its max over the
   //! quad, guard the fully masked row (subtract 0 when m_new = -inf), exponentiate with one FFMA
-  //! and exp2_approx, update row_sum; alpha[r] = 1 when the max did not move
+  //! and exp2_approx (step 8: exp2_poly for column groups j with j % 8 < kPolyOf8), update
+  //! row_sum; alpha[r] = 1 when the max did not move
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     float tile_max = -INFINITY;
@@ -52,7 +94,8 @@ __device__ __forceinline__ void softmax_tile(float (&s)[kBlockN / 2], float (&ro
 #pragma unroll
       for (int c = 0; c < 2; ++c) {
         float& x = s[4 * j + 2 * r + c];
-        x = exp2_approx(fmaf(x, scale_log2, -m_scaled));
+        const float e = fmaf(x, scale_log2, -m_scaled);
+        x = j % 8 < kPolyOf8 ? exp2_poly(e) : exp2_approx(e);  // j is a constant once unrolled
         sum += x;
       }
     row_max[r] = m_new;

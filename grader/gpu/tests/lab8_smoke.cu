@@ -37,8 +37,6 @@ struct Case {
   bool causal;
 };
 
-const char* name_of(Version v) { return course::lab8::version_name(v); }
-
 uint16_t to_bits(float x, DType t) {
   uint16_t b;
   if (t == DType::bf16) {
@@ -125,7 +123,7 @@ bool run(const Case& c, std::mt19937_64& rng) {
   cudaStreamDestroy(stream);
 
   char head[160];
-  std::snprintf(head, sizeof head, "%-9s %s d=%3d Nq=%4d Nk=%4d %-10s", name_of(c.version),
+  std::snprintf(head, sizeof head, "%-9s %s d=%3d Nq=%4d Nk=%4d %-10s", course::lab8::version_name(c.version),
                 c.dtype == DType::bf16 ? "bf16" : "fp16", d, c.nq, c.nk, c.causal ? "causal" : "non-causal");
   if (!error.empty() || sync != cudaSuccess) {
     std::printf("FAIL %s: %s\n", head, !error.empty() ? error.c_str() : cudaGetErrorString(sync));
