@@ -369,6 +369,15 @@ struct Bench {
     throw std::runtime_error("implementation not built: " + impl.name);
   }
 
+  // A row whose measurement threw: its error, no time, and whether the CUDA context survived
+  // (after a sticky error every later row is skipped).
+  void record_error(Row& r, const std::exception& e) {
+    r.status = std::string("error:") + e.what();
+    r.ms = r.tflops = NAN;
+    cudaGetLastError();  // clear a non-sticky error
+    context_lost = cudaDeviceSynchronize() != cudaSuccess;
+  }
+
   // The row of cublas:gemm_peak (see the top of this file and gemm_peak.hpp).
   void measure_gemm_peak_row(const std::string& name) {
     Row r{name, DType::bf16, 0, 0, 8192, 1, 1};
@@ -386,9 +395,7 @@ struct Bench {
         r.reps = g.reps;
         r.status = bench::error_status(g.max_err, "bf16");
       } catch (const std::exception& e) {
-        r.status = std::string("error:") + e.what();
-        cudaGetLastError();
-        context_lost = cudaDeviceSynchronize() != cudaSuccess;
+        record_error(r, e);
       }
     }
     emit(r);
@@ -454,10 +461,7 @@ struct Bench {
                   }
                   measure(r, t, make_call(*im, t, shape, causal), ws, ref);
                 } catch (const std::exception& e) {
-                  r.status = std::string("error:") + e.what();
-                  r.ms = r.tflops = NAN;
-                  cudaGetLastError();  // clear a non-sticky error
-                  context_lost = cudaDeviceSynchronize() != cudaSuccess;
+                  record_error(r, e);
                 }
               }
               emit(r);
