@@ -525,7 +525,7 @@ __device__ __forceinline__ void consume_tiles(const unsigned char* smem,
 }
 
 // ------------------------------------------------------------------------------------------
-// Steps 6-7: the two products of neighbouring tiles in flight together
+// Steps 6-8: the two products of neighbouring tiles in flight together
 // ------------------------------------------------------------------------------------------
 
 // Step 7's turns (FA3's ping-pong; with more than two consumers, a round robin): consumer c may
@@ -544,7 +544,7 @@ __device__ __forceinline__ void pass_turn(int consumer) {
   if constexpr (Step::pingpong) named_barrier_arrive(1 + next, 256);
 }
 
-// A consumer warpgroup of steps 6-7. Iteration j issues S_j = Q K_j^T and then O += P_{j-1} V_{j-1}
+// A consumer warpgroup of steps 6-8. Iteration j issues S_j = Q K_j^T and then O += P_{j-1} V_{j-1}
 // (two commit groups), waits for the older group to finish only as far as S_j (wait_group<1>),
 // and computes the softmax of S_j while the tensor cores still multiply P_{j-1} V_{j-1}. O may be
 // rescaled (line 10) only when that product has finished (wait_group<0>), and P_j packed only
@@ -667,7 +667,7 @@ __device__ __forceinline__ void forward_warp_specialized(const CUtensorMap& q_ma
   //! arrival per consumer warp; fence_mbarrier_init; __syncthreads (the last one)
   //! warpgroup 0: setmaxnreg_dec<Budget::kProducer>; in warp 0, elect_one_sync() picks the thread
   //! that prefetches the maps and runs produce_tiles; everyone else in warpgroup 0 is done
-  //! warpgroups 1..: setmaxnreg_inc<Budget::kConsumer>; consume_tiles (steps 6-7:
+  //! warpgroups 1..: setmaxnreg_inc<Budget::kConsumer>; consume_tiles (steps 6-8:
   //! consume_tiles_overlapped) as consumer warpgroup - 1
   if (threadIdx.x == 0) {
     mbarrier_init(&bar.q_full, 1);
