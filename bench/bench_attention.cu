@@ -106,6 +106,8 @@ struct Options {
   std::vector<std::string> impls;  // empty: all
   std::vector<std::string> dtypes = {"bf16", "fp32"};
   std::vector<int> ns;  // empty: the default grid (or --quick's)
+  std::vector<int> ds = {64, 128};
+  std::vector<bool> causals = {false, true};
   double budget_s = 1e9;
   int max_reps = 20;
   uint64_t seed = 1;
@@ -427,8 +429,8 @@ struct Bench {
           context_lost = cudaDeviceSynchronize() != cudaSuccess;
         }
       }
-      for (int d : {64, 128})
-        for (bool causal : {false, true})
+      for (int d : opt.ds)
+        for (bool causal : opt.causals)
           for (int n : ns) {
             const course::AttentionShape shape{int(kTokens / n), int(kHidden / d), n, n, d};
             std::vector<double> ref;
@@ -475,10 +477,12 @@ struct Bench {
 void usage() {
   std::printf(
       "usage: bench_attention --out FILE.csv [--quick] [--impls a,b,...] [--dtypes bf16,fp32]\n"
-      "                       [--ns N1,N2,...] [--budget-s SECONDS] [--max-reps N] [--seed S] [--list]\n"
+      "                       [--ns N1,N2,...] [--ds 64,128] [--causal 0,1] [--budget-s SECONDS]\n"
+      "                       [--max-reps N] [--seed S] [--list]\n"
       "  impls: lab4, standard, lab5 (every version), lab5:<version>, lab8 (every version),\n"
       "         lab8:<version> or cublas:gemm_peak (the bf16 GEMM peak: one row)\n"
-      "  ns: sequence lengths dividing 16384 (B = 16384 / N)\n");
+      "  ns: sequence lengths dividing 16384 (B = 16384 / N)\n"
+      "  ds, causal: a subset of the head dimensions and maskings (e.g. one shape for ncu)\n");
 }
 
 }  // namespace
@@ -507,6 +511,26 @@ int main(int argc, char** argv) {
           return 2;
         }
         opt.ns.push_back(v);
+      }
+    }
+    else if (a == "--ds") {
+      opt.ds.clear();
+      for (const std::string& d : split(next())) {
+        if (d != "64" && d != "128") {
+          std::fprintf(stderr, "bench_attention: --ds %s: the head dimensions are 64 and 128\n", d.c_str());
+          return 2;
+        }
+        opt.ds.push_back(std::atoi(d.c_str()));
+      }
+    }
+    else if (a == "--causal") {
+      opt.causals.clear();
+      for (const std::string& c : split(next())) {
+        if (c != "0" && c != "1") {
+          std::fprintf(stderr, "bench_attention: --causal %s: 0 (non-causal) or 1 (causal)\n", c.c_str());
+          return 2;
+        }
+        opt.causals.push_back(c == "1");
       }
     }
     else if (a == "--budget-s") opt.budget_s = std::atof(next().c_str());
