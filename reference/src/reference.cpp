@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 #include <type_traits>
+#include <utility>
 
 namespace reference {
 
@@ -12,59 +13,85 @@ constexpr R neg_inf() {
   return -std::numeric_limits<R>::infinity();
 }
 
-// The row max m and the row sum l = sum_j exp(x[r, j] - m) of every row, summed left to right.
-// Loops run column by column because the matrices are column-major: at N = 4096 a row-by-row
-// walk misses the cache on every element and costs seconds.
+// Every row's max m, its exponentials e = exp(x[r, :] - m) and their sum l, summed left to right
+// (a row with no finite entry: m = -inf, e = 0, l = 0). Loops run column by column because the
+// matrices are column-major: at N = 4096 a row-by-row walk misses the cache on every element
+// and costs seconds.
 template <class R>
-void row_stats(const Mat<R>& x, Vec<R>& m, Vec<R>& l) {
-  m = Vec<R>::Constant(x.rows(), neg_inf<R>());
-  l = Vec<R>::Zero(x.rows());
+struct RowExps {
+  Vec<R> m;
+  Mat<R> e;
+  Vec<R> l;
+};
+
+template <class R>
+RowExps<R> row_exps(const Mat<R>& x) {
+  RowExps<R> s{Vec<R>::Constant(x.rows(), neg_inf<R>()), Mat<R>::Zero(x.rows(), x.cols()),
+               Vec<R>::Zero(x.rows())};
   for (Eigen::Index c = 0; c < x.cols(); ++c)
-    for (Eigen::Index r = 0; r < x.rows(); ++r) m(r) = std::max(m(r), x(r, c));
+    for (Eigen::Index r = 0; r < x.rows(); ++r) s.m(r) = std::max(s.m(r), x(r, c));
   for (Eigen::Index c = 0; c < x.cols(); ++c)
     for (Eigen::Index r = 0; r < x.rows(); ++r)
-      if (m(r) != neg_inf<R>()) l(r) += std::exp(x(r, c) - m(r));
+      if (s.m(r) != neg_inf<R>()) {
+        s.e(r, c) = std::exp(x(r, c) - s.m(r));
+        s.l(r) += s.e(r, c);
+      }
+  return s;
+}
+
+// log sum_j exp(x[r, j]) = m + log l; the empty sum of a row with no finite entry gives -inf.
+template <class R>
+Vec<R> lse_of(const RowExps<R>& s) {
+  Vec<R> lse(s.m.size());
+  for (Eigen::Index r = 0; r < s.m.size(); ++r)
+    lse(r) = s.m(r) == neg_inf<R>() ? neg_inf<R>() : s.m(r) + std::log(s.l(r));
+  return lse;
+}
+
+// exp(x - m) / l, not exp(x - lse): with logits of 1e4 the LSE is ~3e4, whose ulp in fp64
+// (3.6e-12) would become the absolute error of every probability near 1. x - m is exact for
+// the entries that matter (Sterbenz), so each probability errs by a few ulps, relative.
+template <class R>
+Mat<R> softmax_of(RowExps<R> s) {
+  for (Eigen::Index c = 0; c < s.e.cols(); ++c)
+    for (Eigen::Index r = 0; r < s.e.rows(); ++r)
+      if (s.m(r) != neg_inf<R>()) s.e(r, c) /= s.l(r);
+  return std::move(s.e);
+}
+
+// The softmax of every row and its LSE, from one computation of the exponentials.
+template <class R>
+std::pair<Mat<R>, Vec<R>> softmax_and_lse_rows(const Mat<R>& x) {
+  RowExps<R> s = row_exps(x);
+  Vec<R> lse = lse_of(s);
+  return {softmax_of(std::move(s)), std::move(lse)};
 }
 }  // namespace
 
 template <class R>
 Vec<R> logsumexp_rows(const Mat<R>& x) {
-  Vec<R> m, l;
-  row_stats(x, m, l);
-  Vec<R> lse(x.rows());
-  for (Eigen::Index r = 0; r < x.rows(); ++r)  // no finite entry: the empty sum, log 0 = -inf
-    lse(r) = m(r) == neg_inf<R>() ? neg_inf<R>() : m(r) + std::log(l(r));
-  return lse;
+  return lse_of(row_exps(x));
 }
 
 template <class R>
 Mat<R> softmax_rows(const Mat<R>& x) {
-  // exp(x - m) / l, not exp(x - lse): with logits of 1e4 the LSE is ~3e4, whose ulp in fp64
-  // (3.6e-12) would become the absolute error of every probability near 1. x - m is exact for
-  // the entries that matter (Sterbenz), so each probability errs by a few ulps, relative.
-  Vec<R> m, l;
-  row_stats(x, m, l);
-  Mat<R> y = Mat<R>::Zero(x.rows(), x.cols());
-  for (Eigen::Index c = 0; c < x.cols(); ++c)
-    for (Eigen::Index r = 0; r < x.rows(); ++r)
-      if (m(r) != neg_inf<R>()) y(r, c) = std::exp(x(r, c) - m(r)) / l(r);
-  return y;
+  return softmax_of(row_exps(x));
 }
 
 template <class R>
 Mat<R> scores(const Mat<R>& Q, const Mat<R>& K, R scale, bool causal) {
   Mat<R> S = scale * (Q * K.transpose());
-  if (causal)
-    for (Eigen::Index i = 0; i < S.rows(); ++i)
-      for (Eigen::Index j = 0; j < S.cols(); ++j)
+  if (causal)  // column by column, as in row_exps
+    for (Eigen::Index j = 0; j < S.cols(); ++j)
+      for (Eigen::Index i = 0; i < S.rows(); ++i)
         if (!causal_sees(i, j, S.rows(), S.cols())) S(i, j) = neg_inf<R>();
   return S;
 }
 
 template <class R>
 Attention<R> attention(const Mat<R>& Q, const Mat<R>& K, const Mat<R>& V, R scale, bool causal) {
-  const Mat<R> S = scores(Q, K, scale, causal);
-  return {softmax_rows(S) * V, logsumexp_rows(S)};
+  const auto [P, lse] = softmax_and_lse_rows(scores(Q, K, scale, causal));
+  return {P * V, lse};
 }
 
 template <class R>
@@ -101,18 +128,28 @@ Vec<double> plain_logsumexp_rows(const Mat<double>& x) {
   return logsumexp_rows<Acc>(x.template cast<Acc>()).template cast<double>();
 }
 
+// x rounded to T and held in Acc. Where T is Acc itself (fp32, fp64) there is nothing to round,
+// and at N = 4096 the casts to double and back would cost more than the attention's products.
+template <class T, class Acc>
+Mat<Acc> rounded_to(Mat<Acc> x) {
+  if constexpr (std::is_same_v<T, Acc>) {
+    return x;
+  } else {
+    return x.template cast<T>().template cast<Acc>();
+  }
+}
+
 template <class T>
 Attention<double> plain_attention(const Mat<double>& Q, const Mat<double>& K, const Mat<double>& V,
                                   double scale, bool causal) {
   // The unfused math path: S, P and O each rounded to T, products accumulated in Acc.
   using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
-  const Mat<Acc> S = round_to<T>(scores<Acc>(Q.template cast<Acc>(), K.template cast<Acc>(),
-                                             Acc(scale), causal)
-                                     .template cast<double>())
-                         .template cast<Acc>();
-  const Mat<Acc> P = round_to<T>(softmax_rows<Acc>(S).template cast<double>()).template cast<Acc>();
+  const Mat<Acc> S = rounded_to<T>(
+      scores<Acc>(Q.template cast<Acc>(), K.template cast<Acc>(), Acc(scale), causal));
+  auto [P, lse] = softmax_and_lse_rows<Acc>(S);
+  P = rounded_to<T>(std::move(P));
   const Mat<Acc> O = P * V.template cast<Acc>();
-  return {round_to<T>(O.template cast<double>()), logsumexp_rows<Acc>(S).template cast<double>()};
+  return {rounded_to<T>(O).template cast<double>(), lse.template cast<double>()};
 }
 
 template <class T>
