@@ -474,6 +474,23 @@ struct Bench {
   }
 };
 
+// A comma-separated list whose items must each be one of `allowed` (--ds 64,128); anything else
+// ends the program with `rule`.
+std::vector<int> parse_choices(const std::string& list, const char* option, const std::vector<int>& allowed,
+                               const char* rule) {
+  std::vector<int> out;
+  for (const std::string& item : split(list)) {
+    const auto it = std::find_if(allowed.begin(), allowed.end(),
+                                 [&](int v) { return item == std::to_string(v); });
+    if (it == allowed.end()) {
+      std::fprintf(stderr, "bench_attention: %s %s: %s\n", option, item.c_str(), rule);
+      std::exit(2);
+    }
+    out.push_back(*it);
+  }
+  return out;
+}
+
 void usage() {
   std::printf(
       "usage: bench_attention --out FILE.csv [--quick] [--impls a,b,...] [--dtypes bf16,fp32]\n"
@@ -513,25 +530,11 @@ int main(int argc, char** argv) {
         opt.ns.push_back(v);
       }
     }
-    else if (a == "--ds") {
-      opt.ds.clear();
-      for (const std::string& d : split(next())) {
-        if (d != "64" && d != "128") {
-          std::fprintf(stderr, "bench_attention: --ds %s: the head dimensions are 64 and 128\n", d.c_str());
-          return 2;
-        }
-        opt.ds.push_back(std::atoi(d.c_str()));
-      }
-    }
+    else if (a == "--ds") opt.ds = parse_choices(next(), "--ds", {64, 128}, "the head dimensions are 64 and 128");
     else if (a == "--causal") {
       opt.causals.clear();
-      for (const std::string& c : split(next())) {
-        if (c != "0" && c != "1") {
-          std::fprintf(stderr, "bench_attention: --causal %s: 0 (non-causal) or 1 (causal)\n", c.c_str());
-          return 2;
-        }
-        opt.causals.push_back(c == "1");
-      }
+      for (int c : parse_choices(next(), "--causal", {0, 1}, "0 (non-causal) or 1 (causal)"))
+        opt.causals.push_back(c == 1);
     }
     else if (a == "--budget-s") opt.budget_s = std::atof(next().c_str());
     else if (a == "--max-reps") opt.max_reps = std::max(3, std::min(64, std::atoi(next().c_str())));
