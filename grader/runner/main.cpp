@@ -81,7 +81,10 @@ Args parse(int argc, char** argv) {
     else if (k == "--out") a.out = value();
     else if (k == "--labs") a.labs = value();
     else if (k == "--fail") a.fail_check = value();
-    else if (k == "--short-of-full") a.fail_check = value(), a.partial_rejects = true;
+    else if (k == "--short-of-full") {
+      a.fail_check = value();
+      a.partial_rejects = true;
+    }
     else if (k == "--message") a.message = value();
     else if (k == "--exclude") a.exclude = value();
     else if (k == "--only") a.only = value();
