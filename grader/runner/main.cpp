@@ -7,6 +7,8 @@
 //                        (--full-marks [--seeds 1-20] | (--fail | --short-of-full) CHECK [--message TEXT])
 //                        [--seed S] [--timeout SEC] [--exclude 'speed:*'] [--only 'gpu:*']
 //   course_runner list   --binary GRADER      (each check's points and name)
+//   course_runner gradebook --results DIR --names FILE --labs 1,2,3 --out gradebook.csv
+//                        (FILE: the submissions' names, each ended by a NUL byte)
 //
 // A lab is graded by two processes: the trusted grader (grader/labN_*/grade_labN, which holds
 // the checks, their points, the reference and the bands, and reports results on a pipe only the
@@ -28,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "gradebook.hpp"
 #include "process.hpp"
 #include "report.hpp"
 #include "results.hpp"
@@ -39,7 +42,7 @@ using runner::LabResult;
 
 struct Args {
   std::string mode, manifest, workers, binary, worker, solution_worker, seed = "1", seeds, out = "out", labs,
-      fail_check, message, exclude, only;
+      fail_check, message, exclude, only, results, names;
   bool solutions = false, full_marks = false, verbose = false,
        partial_rejects = false;  // --short-of-full: partial credit on fail_check counts as rejected
   double timeout = 120;
@@ -52,7 +55,8 @@ struct Args {
                "       course_runner expect --binary GRADER --worker LAB_PROCESS [--solution-worker P] "
                "(--full-marks [--seeds A-B] | (--fail | --short-of-full) CHECK [--message TEXT]) [--seed S] "
                "[--exclude GLOB] [--only GLOB]\n"
-               "       course_runner list --binary GRADER\n",
+               "       course_runner list --binary GRADER\n"
+               "       course_runner gradebook --results DIR --names FILE --labs 1,2 --out FILE\n",
                why.c_str());
   std::exit(2);
 }
@@ -88,6 +92,8 @@ Args parse(int argc, char** argv) {
     else if (k == "--message") a.message = value();
     else if (k == "--exclude") a.exclude = value();
     else if (k == "--only") a.only = value();
+    else if (k == "--results") a.results = value();
+    else if (k == "--names") a.names = value();
     else if (k == "--timeout") a.timeout = std::atof(value().c_str());
     else if (k == "--solutions") a.solutions = true;
     else if (k == "--full-marks") a.full_marks = true;
@@ -154,16 +160,24 @@ LabResult grade_lab(const Args& a, const ManifestEntry& m) {
       // Show what the lab is worth although it could not be built: the trusted grader lists it.
       lab = runner::list_checks(m.grader, work_dir);
       std::string why = isolation::safe_text(read_file(prefix + ".build-failed"), 600, false);
+      while (!why.empty() && why.back() == ' ') why.pop_back();
       if (why.empty()) why = "the lab was not built";
-      if (why.rfind("not built here", 0) == 0) {  // the machine's doing, not the student's
+      const auto starts = [&](const char* s) { return why.rfind(s, 0) == 0; };
+      if (starts("not built here")) {  // the machine's doing, not the student's
         runner::fail_all(lab, "skip", why);
+        lab.problem = why;
+      } else if (starts("no folder") || starts("missing from the submission") || starts("not graded:")) {
+        runner::fail_all(lab, "fail", "your lab was not graded: " + why);  // nothing to build
         lab.problem = why;
       } else {
         runner::fail_all(lab, "fail", "your lab did not build: " + why);
         lab.problem = "build failed: " + why;
       }
     } else {
-      lab = runner::grade({m.grader, worker, m.solution_worker, a.seed, a.timeout, work_dir});
+      runner::GradeRequest request{m.grader, worker, m.solution_worker, a.seed, a.timeout, work_dir};
+      const char* gpu_lock = std::getenv("COURSE_GPU_LOCK");  // set by ./course where a GPU is shared
+      if (m.kind == "gpu" && gpu_lock) request.gpu_lock = gpu_lock;
+      lab = runner::grade(request);
     }
   }
   lab.number = m.number;
@@ -319,6 +333,26 @@ int list(const Args& a) {
   return lab.checks.empty() || !lab.problem.empty() ? 1 : 0;
 }
 
+// The gradebook of grade-all. Exit code 0 when every submission was graded, 1 when some could
+// not be (their rows say why), 2 for a usage error.
+int gradebook(const Args& a) {
+  if (a.results.empty() || a.names.empty() || a.labs.empty() || a.out == "out")
+    usage("gradebook needs --results DIR --names FILE --labs 1,2 --out FILE");
+  runner::GradebookRequest r{a.results, {}, {}, a.out};
+  std::ifstream names(a.names, std::ios::binary);
+  if (!names) usage("cannot read " + a.names);
+  for (std::string name; std::getline(names, name, '\0');)
+    if (!name.empty()) r.names.push_back(name);
+  for (const auto& n : split(a.labs, ',')) {
+    if (!all_digits(n)) usage("--labs takes lab numbers like 1,2,3");
+    r.labs.push_back(std::atoi(n.c_str()));
+  }
+  const auto summary = runner::write_gradebook(r);
+  std::printf("gradebook: %d submissions, %d graded, %d not graded: %s\n", summary.submissions,
+              summary.submissions - summary.not_graded, summary.not_graded, a.out.c_str());
+  return summary.not_graded ? 1 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -329,5 +363,6 @@ int main(int argc, char** argv) {
     return grade(a);
   }
   if (a.mode == "expect") return expect(a);
+  if (a.mode == "gradebook") return gradebook(a);
   usage("unknown mode '" + a.mode + "'");
 }

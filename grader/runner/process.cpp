@@ -52,6 +52,16 @@ void kill_orphans() {
   }
 }
 
+// The seconds a grader reported waiting for its share of the GPU ("waited\t<seconds>" lines,
+// grader/common/gpu_share.hpp) in the complete lines of `channel` after `scanned`, which it
+// advances. Time spent in a queue for the GPU is not the lab's: the caller adds it to the limit.
+double seconds_waited_for_gpu(const std::string& channel, std::size_t& scanned) {
+  double waited = 0;
+  for (std::size_t end; (end = channel.find('\n', scanned)) != std::string::npos; scanned = end + 1)
+    if (channel.compare(scanned, 7, "waited\t") == 0) waited += std::atof(channel.c_str() + scanned + 7);
+  return waited;
+}
+
 }  // namespace
 
 void become_subreaper() { prctl(PR_SET_CHILD_SUBREAPER, 1); }
@@ -73,6 +83,7 @@ ProcessOutcome run_grader(const std::vector<std::string>& argv, const std::strin
       dup2(log, 2);
     }
     dup2(channel[1], 3);  // dup2 clears close-on-exec on descriptor 3
+    unsetenv("COURSE_GPU_LOCK");  // only the graders of GPU labs get it (in `env`)
     for (const auto& kv : env) putenv(strdup(kv.c_str()));
     putenv(strdup("COURSE_RESULTS_FD=3"));
     std::vector<char*> args;
@@ -89,6 +100,7 @@ ProcessOutcome run_grader(const std::vector<std::string>& argv, const std::strin
   bool exited = false;
   double exited_at = 0;
   char buf[65536];
+  std::size_t scanned = 0;  // how much of the channel seconds_waited_for_gpu has read
   while (true) {
     out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!exited && waitpid(pid, &status, WNOHANG) == pid) exited = true, exited_at = out.seconds;
@@ -105,6 +117,7 @@ ProcessOutcome run_grader(const std::vector<std::string>& argv, const std::strin
         const ssize_t n = read(channel[0], buf, sizeof buf);
         if (n > 0 && out.channel.size() < kMaxChannelBytes) out.channel.append(buf, std::size_t(n));
         if (n == 0) open_channel = false;  // every writer is gone
+        timeout_s += seconds_waited_for_gpu(out.channel, scanned);
       }
     } else {
       usleep(20000);

@@ -8,7 +8,12 @@ namespace runner {
 
 std::string first_line(const std::string& s, std::size_t max) {
   std::string l = s.substr(0, s.find('\n'));
-  return l.size() > max ? l.substr(0, max) + "..." : l;
+  if (l.size() <= max) return l;
+  // Cut before a character, never inside one (a UTF-8 continuation byte is 10xxxxxx), so that
+  // every file written from it stays valid UTF-8.
+  std::size_t cut = max;
+  while (cut > 0 && (static_cast<unsigned char>(l[cut]) & 0xC0) == 0x80) --cut;
+  return l.substr(0, cut) + "...";
 }
 
 std::string points_text(double x) {
@@ -75,6 +80,15 @@ std::string xml_escape(const std::string& s) {
   return o;
 }
 
+// A TSV field: tabs and carriage returns become spaces (the text is one line already).
+std::string one_field(std::string s) {
+  for (char& ch : s)
+    if (ch == '\t' || ch == '\r') ch = ' ';
+  return s;
+}
+
+}  // namespace
+
 void write_atomically(const std::string& path, const std::string& content) {
   const std::string tmp = path + ".tmp";
   {
@@ -83,8 +97,6 @@ void write_atomically(const std::string& path, const std::string& content) {
   }
   std::rename(tmp.c_str(), path.c_str());
 }
-
-}  // namespace
 
 void print_scoreboard(const std::vector<LabResult>& labs, bool verbose, const std::string& seed) {
   double earned = 0;
@@ -157,13 +169,13 @@ void write_junit(const std::vector<LabResult>& labs, const std::string& path) {
 
 void write_scores_tsv(const std::vector<LabResult>& labs, const std::string& path) {
   std::ostringstream out;
-  out << "lab\tname\tearned\tpossible\tstatus\n";
+  out << "lab\tname\tearned\tpossible\tstatus\tproblem\n";
   for (const auto& lab : labs) {
-    std::string status = first_line(lab_status(lab), 200);
-    for (char& ch : status)
-      if (ch == '\t') ch = ' ';
+    // problem: why the lab could not be graded to the end (did not build, no folder, timed out,
+    // crashed), without the log's path; empty when every check ran. Gradebooks show it.
+    const std::string problem = lab.problem.substr(0, lab.problem.find("; log: "));
     out << lab.number << '\t' << lab.name << '\t' << points_text(lab.earned()) << '\t' << lab.possible() << '\t'
-        << status << '\n';
+        << one_field(first_line(lab_status(lab), 200)) << '\t' << one_field(first_line(problem, 300)) << '\n';
   }
   write_atomically(path, out.str());
 }

@@ -18,6 +18,9 @@ void write_results_json(const std::vector<LabResult>& labs, const std::string& p
 void write_junit(const std::vector<LabResult>& labs, const std::string& path);
 void write_scores_tsv(const std::vector<LabResult>& labs, const std::string& path);
 
+// Writes `content` to `path + ".tmp"` and renames it into place.
+void write_atomically(const std::string& path, const std::string& content);
+
 std::string first_line(const std::string& s, std::size_t max = 400);
 std::string points_text(double x);  // "20", or "17.5" for partial credit
 

@@ -133,11 +133,11 @@ LabResult grade(const GradeRequest& r) {
     return lab;
   }
   const std::string log_file = r.work_dir + "/grader.log";
-  const auto run = run_grader(grader_command(r.grader, r.exclude, r.only, {"--no-version"}), log_file,
-                              {"COURSE_SEED=" + r.seed, "COURSE_WORKER=" + r.worker,
-                               "COURSE_SOLUTION_WORKER=" + r.solution_worker,
-                               "COURSE_SCRATCH=" + scratch,
-                               "COURSE_LAB_LOG=" + r.work_dir + "/lab-process.log"},
+  std::vector<std::string> env = {"COURSE_SEED=" + r.seed, "COURSE_WORKER=" + r.worker,
+                                  "COURSE_SOLUTION_WORKER=" + r.solution_worker, "COURSE_SCRATCH=" + scratch,
+                                  "COURSE_LAB_LOG=" + r.work_dir + "/lab-process.log"};
+  if (!r.gpu_lock.empty()) env.push_back("COURSE_GPU_LOCK=" + r.gpu_lock);
+  const auto run = run_grader(grader_command(r.grader, r.exclude, r.only, {"--no-version"}), log_file, env,
                               r.timeout_s);
   lab.seconds = run.seconds;
 

@@ -44,6 +44,9 @@ struct GradeRequest {
   // Only the checks matching this doctest name filter ("gpu:*"); empty: all. Also for the project's
   // own tests (a GPU variant of a lab whose CPU part it leaves unchanged).
   std::string only;
+  // For a GPU lab graded beside others: the lock file through which its checks share the GPU
+  // (grader/common/gpu_share.hpp); empty: no lock.
+  std::string gpu_lock;
 };
 
 // Asks the grader for its checks and their points without running them.
