@@ -116,10 +116,34 @@ function(course_add_lab)
   endif()
 
   if(COURSE_STUDENT_BUILD)
+    # A submission may hold only some labs, or a lab without one of its files: that lab is left
+    # out of the build (missing/labN.txt names what is missing, for ./course to report), and every
+    # other lab still builds.
+    set(missing "")
+    foreach(s IN LISTS L_SOURCES)
+      if(NOT EXISTS "${COURSE_LABS_DIR}/${L_DIR}/${s}" OR IS_DIRECTORY "${COURSE_LABS_DIR}/${L_DIR}/${s}")
+        list(APPEND missing "${L_DIR}/${s}")
+      endif()
+    endforeach()
+    file(REMOVE "${CMAKE_BINARY_DIR}/missing/lab${n}.txt")
+    if(missing)
+      list(JOIN missing ", " missing)
+      file(WRITE "${CMAKE_BINARY_DIR}/missing/lab${n}.txt" "${missing}\n")
+      return()
+    endif()
     # The student's code: objects first (./course vets their includes and symbols), then the
-    # lab process. Student sources see only the staged API headers and their own folder.
-    _course_worker(lab${n}_worker "${COURSE_LABS_DIR}/${L_DIR}" "${L_SOURCES}" "${serve}" "${L_CUDA}"
-                   "${L_WORKER_LINK}" course_api_student)
+    # lab process. Student sources see only the staged API headers and their own folder. The
+    # lab's server is the trusted build's object where it was compiled the same way (the same
+    # files and links: lab 7's differs with and without CUDA), else compiled here.
+    if(DEFINED COURSE_TRUSTED_SERVE_${n} AND COURSE_TRUSTED_SERVE_${n}_KEY STREQUAL "${serve}|${L_WORKER_LINK}")
+      add_library(lab${n}_serve OBJECT IMPORTED)
+      set_target_properties(lab${n}_serve PROPERTIES IMPORTED_OBJECTS "${COURSE_TRUSTED_SERVE_${n}}")
+      _course_worker(lab${n}_worker "${COURSE_LABS_DIR}/${L_DIR}" "${L_SOURCES}" "" "${L_CUDA}"
+                     "${L_WORKER_LINK}" course_api_student lab${n}_serve)
+    else()
+      _course_worker(lab${n}_worker "${COURSE_LABS_DIR}/${L_DIR}" "${L_SOURCES}" "${serve}" "${L_CUDA}"
+                     "${L_WORKER_LINK}" course_api_student)
+    endif()
     set_target_properties(lab${n}_worker PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/workers)
     return()
   endif()
@@ -130,6 +154,8 @@ function(course_add_lab)
   # The lab process's server (serve.cpp), compiled once and linked into every lab process of this
   # lab that the build makes (solution, skeleton, planted bugs, variants).
   add_library(lab${n}_serve OBJECT ${serve})
+  set_property(GLOBAL APPEND PROPERTY COURSE_TRUSTED_SERVES
+    "set(COURSE_TRUSTED_SERVE_${n} \"$<TARGET_OBJECTS:lab${n}_serve>\")\nset(COURSE_TRUSTED_SERVE_${n}_KEY \"${serve}|${L_WORKER_LINK}\")")
   target_link_libraries(lab${n}_serve PRIVATE isolation_wire course_api ${L_WORKER_LINK})
   target_include_directories(lab${n}_serve PRIVATE ${CMAKE_SOURCE_DIR}/grader/isolation ${CMAKE_CURRENT_SOURCE_DIR})
   if(L_CUDA)
@@ -389,6 +415,7 @@ function(course_write_manifest)
   if(COURSE_STUDENT_BUILD)
     return()
   endif()
+  _course_write_trusted_objects()
   get_property(lines GLOBAL PROPERTY COURSE_MANIFEST)
   list(JOIN lines "\n" content)
   file(GENERATE OUTPUT "${CMAKE_BINARY_DIR}/graders.tsv" CONTENT "${content}\n")
@@ -396,4 +423,35 @@ function(course_write_manifest)
   get_property(variants GLOBAL PROPERTY COURSE_VARIANTS)
   list(JOIN variants "\n" content)
   file(GENERATE OUTPUT "${CMAKE_BINARY_DIR}/variants.tsv" CONTENT "${content}\n")
+endfunction()
+
+# trusted-objects.cmake in the build folder: the trusted parts of a lab process (the isolation
+# layer, the heap meter, the GPU harness, each lab's server) as this build compiled them, for a
+# student build (-DCOURSE_TRUSTED_BUILD=<this folder>, grader/CMakeLists.txt) to link instead of
+# compiling them again for every submission. ./course builds them before any student build.
+function(_course_write_trusted_objects)
+  if(COURSE_SANITIZE)
+    return()  # sanitized objects would not link into a student build
+  endif()
+  set(src ${CMAKE_SOURCE_DIR}/grader)
+  set(text "# Written by the trusted build (cmake/CourseLab.cmake); read by student builds.\n")
+  string(APPEND text "add_library(isolation_wire STATIC IMPORTED)\n"
+    "set_target_properties(isolation_wire PROPERTIES IMPORTED_LOCATION \"$<TARGET_FILE:isolation_wire>\"\n"
+    "  INTERFACE_INCLUDE_DIRECTORIES \"${src}/isolation\")\n")
+  foreach(flavour cpu gpu)
+    string(APPEND text "add_library(isolation_worker_${flavour} OBJECT IMPORTED)\n"
+      "set_target_properties(isolation_worker_${flavour} PROPERTIES IMPORTED_OBJECTS \"$<TARGET_OBJECTS:isolation_worker_${flavour}>\")\n")
+  endforeach()
+  string(APPEND text "add_library(grader_heap_meter STATIC IMPORTED)\n"
+    "set_target_properties(grader_heap_meter PROPERTIES IMPORTED_LOCATION \"$<TARGET_FILE:grader_heap_meter>\"\n"
+    "  INTERFACE_INCLUDE_DIRECTORIES \"${src}/common\")\n")
+  if(COURSE_HAVE_CUDA)
+    string(APPEND text "if(COURSE_HAVE_CUDA)\n  add_library(gpu_lab_runner STATIC IMPORTED)\n"
+      "  set_target_properties(gpu_lab_runner PROPERTIES IMPORTED_LOCATION \"$<TARGET_FILE:gpu_lab_runner>\"\n"
+      "    INTERFACE_INCLUDE_DIRECTORIES \"${src}/gpu;${src}/isolation\"\n"
+      "    INTERFACE_LINK_LIBRARIES \"course_api;isolation_wire;CUDA::cudart\")\nendif()\n")
+  endif()
+  get_property(serves GLOBAL PROPERTY COURSE_TRUSTED_SERVES)
+  list(JOIN serves "\n" serves)
+  file(GENERATE OUTPUT "${CMAKE_BINARY_DIR}/trusted-objects.cmake" CONTENT "${text}${serves}\n")
 endfunction()

@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# ./course grade-all on a class of eleven submissions of labs 1 and 2, as an instructor runs it,
+# with the names a roster produces (quotes, ';', '$', spaces, a newline, non-ASCII, a leading '='
+# or '-'), and what a class hands in: solutions, skeletons, a build failure, a crash, a hang, a
+# partial tree, symbolic links into the course's solutions/, a stray file, one too large.
+# Asserted:
+#   - every submission gets a gradebook row with the points it earned and, where a lab could not
+#     be graded to the end, why; the exit code says that some could not be graded;
+#   - --jobs 1 and --jobs 8 write byte-identical gradebooks;
+#   - --resume grades again only what changed, and gives the same gradebook;
+#   - no build folder is left behind, and every file written is valid UTF-8.
+#
+# Usage: test_grade_all.sh REPO_ROOT BUILD_DIR [--planted NAME]
+#   --planted unquoted_name: the same test, on three of the submissions at --jobs 1, of a copy of
+#   the course whose grade-all passes a submission's name to its job unquoted (split on spaces,
+#   globbed): it must fail, on the gradebook's rows.
+set -uo pipefail
+root=$1 build=$2 planted=${4:-}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAILED: $*"; exit 1; }
+export COURSE_BUILD_DIR=$build COURSE_NO_CUDA=1 COURSE_BUILD_TIMEOUT=60 COURSE_CALL_TIMEOUT=5
+export COURSE_SUBMISSION_LIMIT_MB=1
+course=$root/course
+if [ -n "$planted" ]; then
+  [ "$planted" = unquoted_name ] || fail "no planted copy named $planted"
+  # A copy of ./course with the bug, working on this repository (its root set to it).
+  course=$work/course
+  plant() {  # FROM TO: one substitution in the copy, which must apply
+    grep -qF "$1" "$course" || fail "planted $planted: '$1' no longer occurs in ./course"
+    python3 -c 'import sys; p, a, b = sys.argv[1:]; t = open(p).read(); open(p, "w").write(t.replace(a, b, 1))' "$course" "$1" "$2"
+  }
+  cp "$root/course" "$course"
+  plant 'root=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)' "root=$(printf '%q' "$root")"
+  plant 'grade_submission "$state" "$name" &' 'grade_submission "$state" $name &'
+fi
+made=()  # the submissions made, by name
+wanted() {  # whether to make submission $1 (with --planted, three of them)
+  [ -z "$planted" ] || [[ "$1" == alice || "$1" == "semi;colon \$HOME" || "$1" == "linked lab" ]] || return 1
+  made+=("$1")
+}
+
+subs="$work/submissions"
+mkdir -p "$subs"
+solution() { mkdir -p "$1"; cp -r "$root/solutions/lab1_softmax" "$root/solutions/lab2_combine" "$1/"; }
+skeleton() { mkdir -p "$1"; cp -r "$root/labs/lab1_softmax" "$root/labs/lab2_combine" "$1/"; }
+# The solution's lab 1 with its first line of softmax_rows replaced.
+lab1_with() {  # $1 = submission, $2 = the replacement
+  solution "$1"
+  local f="$1/lab1_softmax/softmax.cpp" first='require_no_nan_or_pos_inf<T>(x, "softmax_rows");'
+  grep -qF "$first" "$f" || fail "the solution's softmax_rows no longer starts with: $first"
+  python3 - "$f" "$first" "$2" <<'EOF'
+import sys
+path, old, new = sys.argv[1:]
+text = open(path).read()
+open(path, "w").write(text.replace(old, new, 1))
+EOF
+}
+
+wanted alice && solution "$subs/alice"
+wanted "o'brien" && mkdir -p "$subs/o'brien" && solution "$subs/o'brien/labs"  # a labs/ folder inside
+wanted "semi;colon \$HOME" && skeleton "$subs/semi;colon \$HOME"
+wanted "new"$'\n'"line" && lab1_with "$subs/new"$'\n'"line" 'this is not C++;'  # does not build
+wanted "ünïcødé spaced" && lab1_with "$subs/ünïcødé spaced" '__builtin_trap();'      # crashes
+# Hangs, asleep (the attack tests have a spinning one; this one spares CI's two cores).
+wanted -hang && lab1_with "$subs/-hang" 'for (;;) ::sleep(1);' &&
+  sed -i '1i #include <unistd.h>' "$subs/-hang/lab1_softmax/softmax.cpp"
+wanted partial && mkdir -p "$subs/partial" && cp -r "$root/solutions/lab1_softmax" "$subs/partial/"
+wanted '=HYPERLINK("x")' && mkdir -p "$subs/=HYPERLINK(\"x\")" && ln -s "$root/solutions" "$subs/=HYPERLINK(\"x\")/labs"
+wanted "linked lab" && skeleton "$subs/linked lab" && rm -r "$subs/linked lab/lab1_softmax" &&
+  ln -s "$root/solutions/lab1_softmax" "$subs/linked lab/lab1_softmax"
+wanted stray-file && echo "not a submission" > "$subs/stray-file"
+wanted too-big && solution "$subs/too-big" && head -c $((2 << 20)) /dev/zero > "$subs/too-big/core"
+
+grade_all() {  # $1 = out folder, then options; the terminal output in $1.txt, the exit code in $1.rc
+  "$course" grade-all "$subs" --out "$1" --lab 1,2 --timeout 20 "${@:2}" > "$1.txt" 2>&1
+  echo $? > "$1.rc"
+  cat "$1.txt"
+}
+
+echo "== --jobs 1"
+grade_all "$work/one" --jobs 1
+book="$work/one/gradebook.csv"
+[ -f "$book" ] || fail "no gradebook"
+
+# Each row, read as a spreadsheet would (RFC 4180).
+python3 - "$book" "${made[@]}" <<'EOF' || fail "the gradebook's rows are not as expected"
+import csv, sys
+rows = {r["submission"]: r for r in csv.DictReader(open(sys.argv[1], encoding="utf-8", newline=""))}
+made = sys.argv[2:]
+if len(rows) != len(made):
+    sys.exit(f"{len(rows)} rows for {len(made)} submissions: {list(rows)}")
+def expect(name, lab1, lab2, graded="yes", note=""):
+    if name.lstrip("'") not in made:
+        return
+    r = rows.get(name)
+    if r is None:
+        sys.exit(f"no row for {name!r}; rows: {list(rows)}")
+    got = (r["lab1"], r["lab2"], r["graded"])
+    if lab1 == "some":  # earned some of lab 1's points, not all (the checks that never call softmax_rows)
+        lab1 = got[0] if got[0] not in ("0", "21") else "some of 21"
+    if got != (lab1, lab2, graded) or note not in r["notes"]:
+        sys.exit(f"{name!r}: lab1, lab2, graded = {got}, notes {r['notes']!r}; expected {(lab1, lab2, graded)} and a note with {note!r}")
+expect("alice", "21", "25")
+expect("o'brien", "21", "25")
+expect("semi;colon $HOME", "0", "0")
+expect("new\nline", "0", "25", note="lab1: build failed")
+expect("ünïcødé spaced", "some", "25")
+expect("'-hang", "0", "25", note="lab1: timed out")
+expect("partial", "21", "0", note="lab2: no folder lab2_combine")
+expect("'=HYPERLINK(\"x\")", "0", "0", note="symbolic link")
+expect("linked lab", "0", "0", note="lab1: not graded: lab1_softmax is a symbolic link")
+expect("stray-file", "", "", graded="no", note="not a folder")
+expect("too-big", "", "", graded="no", note="over the limit of 1 MiB")
+if rows["alice"]["total"] != "46" or rows["alice"]["possible"] != "46":
+    sys.exit("alice's total is not 46/46")
+EOF
+[ -z "$planted" ] || exit 0
+[ "$(cat "$work/one.rc")" = 1 ] || fail "grade-all exited $(cat "$work/one.rc"), not 1, with submissions it could not grade"
+echo "== --jobs 8"
+grade_all "$work/eight" --jobs 8
+cmp "$book" "$work/eight/gradebook.csv" || { diff "$book" "$work/eight/gradebook.csv"; fail "--jobs 1 and --jobs 8 gave different gradebooks"; }
+
+# Every file written is valid UTF-8 (names, compiler output and lab output included).
+python3 - "$work/one" <<'EOF' || fail "a file in the results is not valid UTF-8"
+import os, sys
+for top, _, files in os.walk(sys.argv[1]):
+    for f in files:
+        p = os.path.join(top, f)
+        try:
+            open(p, encoding="utf-8").read()
+        except UnicodeDecodeError as e:
+            sys.exit(f"{p}: {e}")
+EOF
+left=$(find "$build/submissions" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)
+[ "$left" = 0 ] || fail "$left build folders were left under $build/submissions"
+
+echo "== --resume, nothing changed"
+cp "$book" "$work/before.csv"
+grade_all "$work/one" --jobs 2 --resume
+cmp "$book" "$work/before.csv" || fail "--resume changed the gradebook"
+[ "$(grep -c 'already graded' "$work/one.txt")" = 9 ] || fail "--resume did not keep the nine graded submissions"
+
+echo "== --resume, one submission changed"
+cp -r "$root/solutions/lab2_combine" "$subs/partial/"
+grade_all "$work/one" --jobs 2 --resume
+[ "$(grep -c 'already graded' "$work/one.txt")" = 8 ] || fail "--resume did not grade the changed submission again"
+grep -q '^partial,21,25,' "$book" || fail "the changed submission's row was not updated"
+echo "grade-all: every submission has its row, the same at --jobs 1 and 8, and --resume grades only what changed"
