@@ -189,9 +189,12 @@ else:
             problems.append("lab %s, \"%s\" is %s with %s points" % (t["number"], t["name"], t["status"], t["score"]))
     for lab in labs:
         outputs = [t["output"] for t in tests if t["number"] == lab]
-        if kind == "not_implemented" or lab == "2":  # the hostile submission's lab 2 is a skeleton
+        if kind == "not_implemented":
             if not any("not implemented" in o for o in outputs):
                 problems.append("lab %s: no check says \"not implemented\"" % lab)
+        elif lab == "2":  # the hostile submission's lab 2 is a symbolic link to the solution
+            if not all("symbolic link" in o for o in outputs):
+                problems.append("lab 2 was not refused as a symbolic link: %s" % outputs[0][:300])
         else:  # rejected: every check of lab 1 says that it was not built, and why
             why = "solutions/lab1_softmax/softmax.cpp"
             if not all("did not build" in o and why in o for o in outputs):
@@ -216,10 +219,12 @@ rm -rf "$ag/submission"; mkdir -p "$ag/submission/labs"
 cp -r "$repo/labs/lab1_softmax" "$repo/labs/lab2_combine" "$ag/submission/labs/"
 submit skeleton && expect skeleton not_implemented
 
-# Hostile: lab 1 includes the solution inside the autograder's own source by its absolute path.
+# Hostile: lab 1 includes the solution inside the autograder's own source by its absolute path,
+# and lab 2 is a symbolic link to the solution's folder there.
 rm -rf "$ag/submission"; mkdir -p "$ag/submission"
-cp -r "$repo/labs/lab1_softmax" "$repo/labs/lab2_combine" "$ag/submission/"
+cp -r "$repo/labs/lab1_softmax" "$ag/submission/"
 printf '#include "%s"\n' "$ag/source/course/solutions/lab1_softmax/softmax.cpp" > "$ag/submission/lab1_softmax/softmax.cpp"
+ln -s "$ag/source/course/solutions/lab2_combine" "$ag/submission/lab2_combine"
 submit hostile && expect hostile rejected
 
 if [ $failures -gt 0 ]; then
