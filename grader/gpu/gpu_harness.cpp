@@ -19,6 +19,10 @@
 #include "speed_check.hpp"
 #include "standard_attention.hpp"
 
+// The grader of a GPU lab: its lab processes start the CUDA driver, so the isolation layer
+// (lab_process.cpp) leaves their system-call filter to the lab process itself (sandbox.cpp).
+extern "C" bool course_grader_of_gpu_lab() { return true; }
+
 namespace gpu_grading {
 
 namespace {

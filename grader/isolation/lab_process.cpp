@@ -6,6 +6,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,7 +19,12 @@
 #include <vector>
 
 #include "course/errors.hpp"
+#include "seccomp_filter.hpp"
 #include "worker.hpp"
+
+// Defined by the trusted side of the GPU labs (grader/gpu/gpu_harness.cpp): their lab processes
+// start the CUDA driver, which is not yet run under a filter installed before exec.
+extern "C" bool course_grader_of_gpu_lab() __attribute__((weak));
 
 namespace isolation {
 
@@ -53,10 +59,20 @@ void set_limit(int resource, rlim_t value) {
   setrlimit(resource, &r);
 }
 
+// How the lab process is started: its limits, its user, and the system-call filter (built before
+// the fork, so that the child only writes two numbers into it) or none.
+struct Launch {
+  const char* binary;
+  const char* scratch;
+  bool drop_privileges;
+  rlim_t cpu_seconds;
+  long memory_mb;                 // address space (CPU labs), 0: no limit
+  SeccompProgram* filter;         // installed before exec (CPU labs), or nullptr
+  char* const* envp;
+};
+
 // Everything between fork and exec: only async-signal-safe calls.
-[[noreturn]] void become_lab_process(const char* binary, int request_fd, int reply_fd, int log_fd,
-                                     const char* scratch, bool drop_privileges, rlim_t cpu_seconds,
-                                     char* const* envp) {
+[[noreturn]] void become_lab_process(const Launch& l, int request_fd, int reply_fd, int log_fd) {
   setsid();                          // its own session and process group
   prctl(PR_SET_PDEATHSIG, SIGKILL);  // dies with the grader
   const int devnull = open("/dev/null", O_RDONLY);
@@ -66,21 +82,40 @@ void set_limit(int resource, rlim_t value) {
   for (int i = 0; i < 5; ++i) high[i] = fcntl(sources[i], F_DUPFD, 64);
   for (int i = 0; i < 5; ++i) dup2(high[i], i);
   for (int fd = 5; fd < 4096; ++fd) close(fd);
-  if (chdir(scratch) != 0) (void)!chdir("/");
+  // The program is run through kExecFd, opened now, above the limit on open files set below: the
+  // filter allows running a program through that descriptor alone, which the lab process can
+  // never hold again (the descriptor closes on exec, and it cannot make one that high).
+  if (l.filter) {
+    const int fd = open(l.binary, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || fcntl(fd, F_DUPFD_CLOEXEC, kExecFd) != kExecFd) _exit(127);
+    close(fd);
+  }
+  if (chdir(l.scratch) != 0) (void)!chdir("/");
   set_limit(RLIMIT_CORE, 0);
   set_limit(RLIMIT_NOFILE, 256);
   set_limit(RLIMIT_FSIZE, rlim_t(env_long("COURSE_LOG_LIMIT", 1 << 20)));
-  set_limit(RLIMIT_CPU, cpu_seconds);
+  set_limit(RLIMIT_CPU, l.cpu_seconds);
+  if (l.memory_mb > 0) set_limit(RLIMIT_AS, rlim_t(l.memory_mb) << 20);
   signal(SIGXFSZ, SIG_IGN);  // a full log makes writes fail (EFBIG), it does not kill the lab
   signal(SIGPIPE, SIG_DFL);
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
-  if (drop_privileges) {
+  if (l.drop_privileges) {
     if (setgroups(0, nullptr) != 0 || setgid(65534) != 0 || setuid(65534) != 0) _exit(126);
   }
-  char* const argv[] = {const_cast<char*>(binary), nullptr};
-  execve(binary, argv, envp);
+  char* const argv[] = {const_cast<char*>(l.binary), nullptr};
+  if (l.filter) {
+    // From here on the filter holds, for the dynamic loader, IFUNC resolvers, constructors and
+    // every thread of the lab's program. A kernel without seccomp: the lab process's own copy
+    // (sandbox.cpp) is all there is, as before.
+    l.filter->set_self(getpid());
+    if (l.filter->install()) {
+      syscall(SYS_execveat, kExecFd, "", argv, l.envp, AT_EMPTY_PATH);
+      _exit(127);
+    }
+  }
+  execve(l.binary, argv, l.envp);
   _exit(127);
 }
 
@@ -132,17 +167,22 @@ void LabProcess::start() {
     const char note[] = "[grader] note: the lab process runs as root (its program is not reachable for user nobody)\n";
     (void)!::write(log_fd, note, sizeof note - 1);
   }
-  // The address-space limit is set by the lab process itself (sandbox.cpp), before its code
-  // runs, and only in CPU labs: the CUDA driver reserves address space far beyond any limit.
+  const bool gpu = course_grader_of_gpu_lab && course_grader_of_gpu_lab();
+  // An address-space limit in CPU labs only: the CUDA driver reserves address space far beyond any.
 #ifdef COURSE_SANITIZE
   const long memory_mb = 0;  // AddressSanitizer reserves terabytes of shadow memory
 #else
-  const long memory_mb = env_long("COURSE_LAB_MEMORY_MB", 8192);
+  const long memory_mb = gpu ? 0 : env_long("COURSE_LAB_MEMORY_MB", 8192);
 #endif
   const rlim_t cpu = rlim_t(env_long("COURSE_LAB_CPU_SECONDS", 600));
+  // CPU labs get the system-call filter before their program's first instruction, unless it is
+  // turned off or traced (the trace's handler is the lab process's own: sandbox.cpp).
+  const std::string sandbox = env_or("COURSE_SANDBOX", "on");
+  std::unique_ptr<SeccompProgram> filter;
+  if (!gpu && sandbox != "off" && sandbox != "trace" && SeccompProgram::supported())
+    filter = std::make_unique<SeccompProgram>(FilterRules{false, false, /*allow_exec_fd=*/true});
   // The environment of the lab process: nothing of ours, only what its libraries need.
-  std::vector<std::string> env_strings = {"PATH=/usr/bin:/bin", "LC_ALL=C", "CUDA_CACHE_DISABLE=1",
-                                          "COURSE_LAB_MEMORY_MB=" + std::to_string(memory_mb)};
+  std::vector<std::string> env_strings = {"PATH=/usr/bin:/bin", "LC_ALL=C", "CUDA_CACHE_DISABLE=1"};
   for (const char* keep : {"CUDA_VISIBLE_DEVICES", "COURSE_SANDBOX", "ASAN_OPTIONS", "UBSAN_OPTIONS"})
     if (const char* v = std::getenv(keep)) env_strings.push_back(std::string(keep) + "=" + v);
   std::vector<char*> envp;
@@ -152,8 +192,8 @@ void LabProcess::start() {
   const pid_t pid = fork();
   if (pid < 0) throw LabFailure(std::string("cannot fork: ") + std::strerror(errno));
   if (pid == 0)
-    become_lab_process(binary_.c_str(), request[0], reply[1], log_fd < 0 ? 2 : log_fd,
-                       scratch_.c_str(), drop, cpu, envp.data());
+    become_lab_process({binary_.c_str(), scratch_.c_str(), drop, cpu, memory_mb, filter.get(), envp.data()},
+                       request[0], reply[1], log_fd < 0 ? 2 : log_fd);
   close(request[0]);
   close(reply[1]);
   if (log_fd >= 0) close(log_fd);

@@ -68,7 +68,11 @@ if grep -q 'asm volatile("syscall"' "$attack" && [ "$(uname -m)" != x86_64 ]; th
 fi
 make_tree
 solution_worker="$build/grader/lab1_softmax/lab1_worker_solution"
-subst() { sed -e "s|@ROOT@|$root|g" -e "s|@SOLUTION_WORKER@|$solution_worker|g"; }
+# @MARKER@: a file that the attack writes only if it runs code outside the system-call filter,
+# in a folder that the lab process (user nobody when grading runs as root) may write to.
+mkdir -p "$work/open" && chmod 711 "$work" && chmod 1777 "$work/open"
+marker="$work/open/marker"
+subst() { sed -e "s|@ROOT@|$root|g" -e "s|@SOLUTION_WORKER@|$solution_worker|g" -e "s|@MARKER@|$marker|g"; }
 section() { awk -v want="$1" '/^\/\/ --- / { on = ($3 == want); next } on' "$attack" | subst; }
 expect=$(sed -n 's|^// expect: ||p' "$attack" | subst)
 out="$work/tree/lab1_softmax/softmax.cpp"
@@ -103,4 +107,5 @@ case "$expect" in
        fail "lab 1 was rejected, but not for the reason \"$expect\"" ;;
 esac
 check_outputs
+[ ! -e "$marker" ] || fail "the lab ran code outside the system-call filter: it wrote $(cat "$marker")"
 echo "attack $name: blocked"

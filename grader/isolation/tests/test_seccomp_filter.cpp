@@ -1,0 +1,108 @@
+// The system-call filter of a CPU lab process (seccomp_filter.hpp), call by call: a child process
+// installs it and tries what a hostile lab would (each must fail with EPERM) and what a lab needs
+// (each must work). The parent reports. With COURSE_FILTER_TEST=unfiltered the child installs
+// nothing: the test must then fail, which shows that its checks can.
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/shm.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "seccomp_filter.hpp"
+
+namespace {
+
+int failures = 0;
+
+void expect(bool ok, const std::string& what) {
+  std::printf("%s %s\n", ok ? "ok  " : "FAIL", what.c_str());
+  if (!ok) ++failures;
+}
+// A call the filter must refuse: it returns -1 with errno EPERM.
+void refused(long result, const char* what) {
+  expect(result == -1 && errno == EPERM, std::string("refused: ") + what);
+}
+void allowed(long result, const char* what) { expect(result != -1, std::string("allowed: ") + what); }
+
+void* thread_body(void*) { return nullptr; }
+
+int run_checks(pid_t parent) {
+  // What a lab needs.
+  allowed(open("/proc/self/status", O_RDONLY), "open for reading");
+  allowed(fcntl(1, F_GETFL), "fcntl F_GETFL");
+  rlimit old{};
+  allowed(prlimit(0, RLIMIT_AS, nullptr, &old), "prlimit reading its own limit");
+  allowed(prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "prctl PR_SET_DUMPABLE 0");
+  allowed(kill(getpid(), 0), "kill of itself");
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  allowed(sched_getaffinity(0, sizeof cpus, &cpus), "sched_getaffinity");
+  allowed(sched_setaffinity(0, sizeof cpus, &cpus), "sched_setaffinity of itself");
+  pthread_t t;
+  expect(pthread_create(&t, nullptr, thread_body, nullptr) == 0 && pthread_join(t, nullptr) == 0, "allowed: a thread");
+  // What a hostile lab would try.
+  const long forked = syscall(SYS_fork);
+  if (forked == 0) _exit(0);  // unfiltered, the new process leaves at once
+  refused(forked, "fork");
+  refused(syscall(SYS_execveat, 0, "", nullptr, nullptr, AT_EMPTY_PATH), "execveat through another descriptor");
+  refused(syscall(SYS_execve, "/nonexistent/program", nullptr, nullptr), "execve");
+  // The one exec the filter allows goes through kExecFd, which a lab process cannot make: its
+  // limit on open files is below it (the grader sets it; so does this child, before the filter).
+  expect(dup2(0, isolation::kExecFd) == -1 && errno == EBADF, "a descriptor as high as kExecFd cannot be made");
+  refused(open("/tmp/course-filter-test", O_WRONLY | O_CREAT, 0600), "open for writing");
+  refused(kill(parent, 0), "kill of another process");
+  refused(fcntl(1, F_SETOWN, parent), "fcntl F_SETOWN (signals on I/O to another process)");
+  refused(fcntl(1, F_SETSIG, SIGKILL), "fcntl F_SETSIG");
+  // (Each of these is harmless where it is not refused: it touches only the test's own parent.)
+  const rlimit no_core{0, 0};
+  refused(prlimit(parent, RLIMIT_CORE, &no_core, nullptr), "prlimit setting another process's limit");
+  refused(prlimit(0, RLIMIT_CPU, &old, nullptr), "prlimit setting its own limit");
+  refused(setrlimit(RLIMIT_AS, &old), "setrlimit");
+  refused(setpriority(PRIO_PROCESS, parent, 1), "setpriority of another process (PRIO_USER would reach every process of its user)");
+  refused(sched_setaffinity(parent, sizeof cpus, &cpus), "sched_setaffinity of another process");
+  refused(shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0600), "SysV shmget");
+  refused(prctl(PR_SET_DUMPABLE, 1, 0, 0, 0), "prctl PR_SET_DUMPABLE 1");
+  refused(syscall(SYS_process_vm_readv, parent, nullptr, 0, nullptr, 0, 0), "process_vm_readv");
+  return failures;
+}
+
+}  // namespace
+
+int main() {
+  std::setvbuf(stdout, nullptr, _IONBF, 0);  // the child ends with _exit: nothing may wait in a buffer
+  const bool unfiltered = std::getenv("COURSE_FILTER_TEST") && std::strcmp(std::getenv("COURSE_FILTER_TEST"), "unfiltered") == 0;
+  if (!isolation::SeccompProgram::supported()) {
+    std::printf("SKIPPED: no seccomp filter on this platform\n");
+    return 77;
+  }
+  const pid_t parent = getpid();
+  isolation::SeccompProgram filter({/*gpu=*/false, /*trace=*/false, /*allow_exec_fd=*/true});
+  const pid_t child = fork();
+  if (child == 0) {
+    if (!unfiltered) {
+      const rlimit files{256, 256};
+      setrlimit(RLIMIT_NOFILE, &files);
+      filter.set_self(getpid());
+      if (!filter.install()) {
+        std::printf("FAIL the filter could not be installed\n");
+        _exit(1);
+      }
+    }
+    _exit(run_checks(parent) == 0 ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  std::printf("%s\n", ok ? "the CPU lab filter refuses and allows what it should" : "the CPU lab filter is not as it should be");
+  return ok ? 0 : 1;
+}
