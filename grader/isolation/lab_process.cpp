@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -253,9 +254,13 @@ Reply LabProcess::call(const std::string& function, const Packet& args) {
   request.put_bytes(args.bytes().data(), args.bytes().size());
   if (!write_frame(to_lab_, request)) fail(function, "");
   const int timeout_s = int(env_long("COURSE_CALL_TIMEOUT", 60));
+  // What a call returns is never much larger than what it was sent (outputs are at most a few
+  // times the inputs), so a larger reply is refused before the grader allocates it: a lab
+  // process cannot make the trusted grader hold a gigabyte.
+  const std::size_t reply_limit = std::max<std::size_t>(std::size_t(64) << 20, 4 * request.bytes().size());
   Packet reply;
   try {
-    if (!read_frame(from_lab_, reply, timeout_s * 1000)) fail(function, "");
+    if (!read_frame(from_lab_, reply, timeout_s * 1000, reply_limit)) fail(function, "");
   } catch (const Malformed& e) {
     fail(function, std::string("sent a malformed reply (") + e.what() + ")");
   } catch (const LabFailure&) {

@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 
@@ -91,12 +92,14 @@ bool write_frame(int fd, const Packet& p) {
   return write_all(fd, &n, sizeof n) && write_all(fd, p.bytes().data(), n);
 }
 
-bool read_frame(int fd, Packet& p, int timeout_ms) {
+bool read_frame(int fd, Packet& p, int timeout_ms, std::size_t max_bytes) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   const bool limited = timeout_ms >= 0;
   std::uint32_t n = 0;
   if (!read_all(fd, &n, sizeof n, deadline, limited, true)) return false;
-  if (n > kMaxFrameBytes) throw Malformed("a frame of " + std::to_string(n) + " bytes is too large");
+  if (n > kMaxFrameBytes || n > max_bytes)
+    throw Malformed("a frame of " + std::to_string(n) + " bytes, over the limit of " +
+                    std::to_string(std::min<std::size_t>(max_bytes, kMaxFrameBytes)) + " bytes");
   std::vector<std::uint8_t> bytes(n);
   read_all(fd, bytes.data(), n, deadline, limited, false);
   p = Packet(std::move(bytes));

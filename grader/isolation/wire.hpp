@@ -64,9 +64,10 @@ constexpr std::uint32_t kMaxFrameBytes = 1u << 30;
 // Writes one frame; returns false if the other end is gone.
 bool write_frame(int fd, const Packet& p);
 
-// Reads one frame. Returns false on end of file. Throws Malformed for an oversized frame and
-// std::runtime_error("timed out") if nothing complete arrives within timeout_ms (< 0: no limit).
-bool read_frame(int fd, Packet& p, int timeout_ms);
+// Reads one frame. Returns false on end of file. Throws Malformed for a frame over max_bytes
+// (checked before anything is allocated) and std::runtime_error("timed out") if nothing complete
+// arrives within timeout_ms (< 0: no limit).
+bool read_frame(int fd, Packet& p, int timeout_ms, std::size_t max_bytes = kMaxFrameBytes);
 
 // Text from untrusted code made safe for a terminal, JSON and XML: valid UTF-8 only (invalid
 // bytes become U+FFFD), no control characters or escape sequences (newline and tab are kept as

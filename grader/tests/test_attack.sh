@@ -108,4 +108,7 @@ case "$expect" in
 esac
 check_outputs
 [ ! -e "$marker" ] || fail "the lab ran code outside the system-call filter: it wrote $(cat "$marker")"
+# message: a text that the failed checks' messages must hold (why the attack earned nothing).
+message=$(sed -n 's|^// message: ||p' "$attack")
+[ -z "$message" ] || grep -qF -- "$message" "$work/out/results.json" || fail "no check says \"$message\""
 echo "attack $name: blocked"
