@@ -148,7 +148,11 @@ std::vector<ManifestEntry> read_manifest(const std::string& path) {
 // One lab of `grade`: the student's lab process comes from --workers DIR (labN_worker, or
 // labN.build-failed holding why it did not build), the solution's from the manifest.
 LabResult grade_lab(const Args& a, const ManifestEntry& m) {
+  // A fresh folder: an earlier run's logs (a grader.log saying "not implemented" under a lab that
+  // now does not build) must not be read as this run's.
   const std::string work_dir = a.out + "/lab" + std::to_string(m.number);
+  std::error_code ignored;
+  std::filesystem::remove_all(work_dir, ignored);
   mkdir(work_dir.c_str(), 0755);
   LabResult lab;
   if (m.note != "-" || !file_exists(m.grader)) {

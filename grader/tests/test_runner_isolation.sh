@@ -24,6 +24,8 @@ echo "labs/lab7/x.cpp:3: error: expected ';'" > "$dir/workers/lab7.build-failed"
 printf '8\tfake_exit\tcpu\t%s\t%s\t-\n' "$dir/grade_exit" "$dir/grade_exit" >> "$dir/graders.tsv"
 cp "$dir/grade_ok" "$dir/workers/lab8_worker"
 
+# An earlier run's log of lab 7, which does not build now: it must not stay to be read as this run's.
+mkdir -p "$dir/out/lab7" && echo "not implemented: from an earlier run" > "$dir/out/lab7/grader.log"
 set +e
 "$runner" grade --manifest "$dir/graders.tsv" --workers "$dir/workers" --out "$dir/out" --timeout 3 > "$dir/board.txt" 2>&1
 rc=$?
@@ -48,6 +50,7 @@ grep -q '<skipped message="no CUDA device' "$dir/out/junit.xml" || fail "skipped
 python3 -c "import json,sys; json.load(open('$dir/out/results.json'))" 2>/dev/null || fail "results.json is not valid JSON"
 python3 -c "import xml.dom.minidom as m; m.parse('$dir/out/junit.xml')" 2>/dev/null || fail "junit.xml is not valid XML"
 grep -q "^7	fake_missing	0	12	build failed" "$dir/out/scores.tsv" || fail "scores.tsv lacks the lab that did not build"
+[ ! -e "$dir/out/lab7/grader.log" ] || fail "an earlier run's log of lab 7 was left in out/lab7/"
 # expect --exclude leaves checks out of the list and the run (a correctness-only pass): the ok
 # grader loses a point only in "half credit", so without it that is full marks, and with it not.
 "$runner" expect --binary "$dir/grade_ok" --worker "$dir/grade_ok" --full-marks --seeds 1-2 > "$dir/expect.txt" 2>&1 &&
