@@ -4,9 +4,11 @@
 // much arithmetic the code really did (e.g. that causal masking skips about half the tiles, and
 // that keys are streamed in tiles of block_k: each tile rescales a row's running statistics,
 // which costs one exponential). Lab 7's grader does the same with the backward pass (one
-// exponential per score: P recomputed once, from the saved LSE). The counts cannot be faked without doing the work: each product
-// of two accumulator values, and each course::exp / course::exp2 of one, adds one to a
-// per-thread counter. It is a float in every other respect.
+// exponential per score: P recomputed once, from the saved LSE). Each product of two accumulator
+// values, and each course::exp / course::exp2 of one, adds one to a per-thread counter; it is a
+// float in every other respect. The counts are what this type saw, in the lab process: work done
+// in another type, on a thread the grader does not read, or only when Acc is CountedFloat, is not
+// counted (the README's threat model says what that leaves open).
 #pragma once
 
 #include <cmath>
