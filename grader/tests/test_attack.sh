@@ -67,11 +67,15 @@ if grep -q 'asm volatile("syscall"' "$attack" && [ "$(uname -m)" != x86_64 ]; th
   echo "SKIPPED: raw x86-64 system calls"; exit 77
 fi
 make_tree
-solution_worker="$build/grader/lab1_softmax/lab1_worker_solution"
 # @MARKER@: a file that the attack writes only if it runs code outside the system-call filter,
 # in a folder that the lab process (user nobody when grading runs as root) may write to.
 mkdir -p "$work/open" && chmod 711 "$work" && chmod 1777 "$work/open"
 marker="$work/open/marker"
+# @SOLUTION_WORKER@: the solution's lab process, copied where the lab process's user can run it
+# (whatever the modes of the folders above the build), so that an attack on it fails only for
+# what the grading does, never for a path it cannot reach.
+solution_worker="$work/open/lab1_worker_solution"
+cp "$build/grader/lab1_softmax/lab1_worker_solution" "$solution_worker" && chmod 755 "$solution_worker"
 subst() { sed -e "s|@ROOT@|$root|g" -e "s|@SOLUTION_WORKER@|$solution_worker|g" -e "s|@MARKER@|$marker|g"; }
 section() { awk -v want="$1" '/^\/\/ --- / { on = ($3 == want); next } on' "$attack" | subst; }
 expect=$(sed -n 's|^// expect: ||p' "$attack" | subst)
