@@ -485,8 +485,12 @@ TEST_CASE("work: causal skips tiles above the diagonal (about half the work)" *
   // diagonal, which a tile-skipping code computes (and masks where needed).
   const std::vector<Problem> ps = {{512, 512, 16, 32, 32, true}, {256, 512, 16, 32, 32, true},
                                    {512, 256, 16, 64, 16, true}};
+  // Multiplications too, against the work of those tiles (5 d per entry, as in "work: ..." above):
+  // a code that guards each masked score's exponential (exp of -inf skipped) but computes every
+  // tile has the exponentials of a skipping code and all of the products.
   for (const Problem& p : ps) {
-    const double n = counted_run(p).exponentials;
+    const Counts counted = counted_run(p);
+    const double n = counted.exponentials;
     double visible = 0, tile_entries = 0;
     for (long i = 0; i < p.Nq; ++i) visible += std::clamp<long>(i + p.Nk - p.Nq + 1, 0, p.Nk);
     for (long q0 = 0; q0 < p.Nq; q0 += p.block_q) {
@@ -505,6 +509,16 @@ TEST_CASE("work: causal skips tiles above the diagonal (about half the work)" *
                         (n > tile_entries
                              ? "tiles above the diagonal must be skipped, not computed and masked"
                              : "fewer than the scores the rows see: visible scores were skipped"));
+    const double d = p.d, Tr = tiles(p.Nq, p.block_q), Tc = tiles(p.Nk, p.block_k);
+    const double m_upper = 5 * tile_entries * d + 3 * tile_entries + 2 * (p.Nq * Tc + p.Nk * Tr) * d +
+                           4 * (p.Nq + p.Nk) * d;
+    grading::expect(counted.multiplications <= m_upper,
+                    {"attention_backward<float, CountedFloat>", "fp32", {p.Nq, p.d},
+                     describe(p, grading::seed())},
+                    fmt(counted.multiplications) + " multiplications counted, over " + fmt(m_upper) +
+                        ", the five products of the tiles on or below the diagonal (5 d per entry) "
+                        "and lower-order terms: tiles above the diagonal must be skipped, not computed "
+                        "and masked (guarding each masked score's exponential still computes its products)");
   }
 }
 
