@@ -11,7 +11,9 @@ set -euo pipefail
 course=${AUTOGRADER_ROOT:-/autograder}/source/course
 build=${COURSE_BUILD_DIR:-$course/build}  # where ./course builds: the two must agree
 cd "$course"
-./course setup
+# An autograder grades submissions and nothing else: no planted bugs or correct variants (the
+# course's own tests), and no CUDA (Gradescope has no GPU; run_autograder grades the CPU labs).
+./course setup -DCOURSE_PLANTED_BUGS=OFF -DCOURSE_ENABLE_CUDA=OFF
 labs=all
 [ -f .gradescope-labs ] && labs=$(tr -d '[:space:]' < .gradescope-labs)
 echo "[setup] labs of this assignment: $labs"
