@@ -1,5 +1,6 @@
 #include "lab_process.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <signal.h>
@@ -17,6 +18,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <sstream>
 #include <vector>
 
 #include "course/errors.hpp"
@@ -41,23 +43,69 @@ long env_long(const char* name, long fallback) {
   return v && *v ? std::atol(v) : fallback;
 }
 
-// Can user "nobody" reach and run this file? (Every folder on the way searchable by others,
-// the file readable and executable by others.)
-bool reachable_by_others(const std::string& path) {
-  std::string p;
-  std::size_t at = 0;
-  while ((at = path.find('/', at + 1)) != std::string::npos) {
-    p = path.substr(0, at);
-    struct stat st;
-    if (stat(p.c_str(), &st) != 0 || !(st.st_mode & S_IXOTH)) return false;
-  }
-  struct stat st;
-  return stat(path.c_str(), &st) == 0 && (st.st_mode & S_IROTH) && (st.st_mode & S_IXOTH);
-}
+// The launcher's descriptor in the sandbox's set-up (bubblewrap's --ro-bind-fd).
+constexpr int kLauncherFd = kExecFd - 1;
 
 void set_limit(int resource, rlim_t value) {
   const rlimit r{value, value};
   setrlimit(resource, &r);
+}
+
+// The sandbox program (bubblewrap), found on the grader's PATH; empty where it is not installed.
+std::string find_bubblewrap() {
+  if (const char* given = std::getenv("COURSE_BWRAP")) return access(given, X_OK) == 0 ? given : "";
+  const std::string path = env_or("PATH", "/usr/bin:/bin");
+  std::size_t at = 0;
+  while (at <= path.size()) {
+    const std::size_t end = std::min(path.find(':', at), path.size());
+    const std::string candidate = path.substr(at, end - at) + "/bwrap";
+    if (end > at && access(candidate.c_str(), X_OK) == 0) return candidate;
+    at = end + 1;
+  }
+  return "";
+}
+
+// bubblewrap's options: new user, PID, mount, IPC, network, UTS and cgroup namespaces; a root
+// holding only the system's read-only /usr and libraries, a private /dev, /proc of the new PID
+// namespace (no other process of the machine is visible) and an empty /tmp. Nothing of the course (build/, solutions/, reference/, other
+// submissions) is there. A GPU lab also gets the NVIDIA device files and /sys (read-only).
+std::vector<std::string> sandbox_options(bool gpu) {
+  std::vector<std::string> o = {"--unshare-all", "--die-with-parent", "--ro-bind", "/usr", "/usr"};
+  for (const char* dir : {"/bin", "/sbin", "/lib", "/lib64", "/lib32"}) {
+    struct stat st;
+    if (lstat(dir, &st) != 0) continue;
+    if (S_ISLNK(st.st_mode)) {
+      char target[256] = {};
+      if (readlink(dir, target, sizeof target - 1) > 0) o.insert(o.end(), {"--symlink", target, dir});
+    } else if (S_ISDIR(st.st_mode)) {
+      o.insert(o.end(), {"--ro-bind", dir, dir});
+    }
+  }
+  o.insert(o.end(), {"--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache", "--dev", "/dev",
+                     "--proc", "/proc", "--tmpfs", "/tmp", "--chdir", "/tmp"});
+  if (gpu) {
+    if (DIR* dev = opendir("/dev")) {
+      while (dirent* e = readdir(dev))
+        if (std::strncmp(e->d_name, "nvidia", 6) == 0) {
+          const std::string p = std::string("/dev/") + e->d_name;
+          o.insert(o.end(), {"--dev-bind", p, p});
+        }
+      closedir(dev);
+    }
+    o.insert(o.end(), {"--ro-bind", "/sys", "/sys"});
+  }
+  return o;
+}
+
+// Lets this process hold descriptors up to kExecFd (a soft limit on open files of 1024 or more;
+// async-signal-safe).
+void allow_descriptors_up_to_exec_fd() {
+  rlimit files{};
+  getrlimit(RLIMIT_NOFILE, &files);
+  if (files.rlim_cur <= rlim_t(kExecFd)) {
+    files.rlim_cur = std::min<rlim_t>(files.rlim_max, kExecFd + 1);
+    setrlimit(RLIMIT_NOFILE, &files);
+  }
 }
 
 // How the lab process is started: its limits, its user, and the system-call filter (built before
@@ -66,9 +114,12 @@ struct Launch {
   const char* binary;
   const char* scratch;
   bool drop_privileges;
+  uid_t uid;                      // the lab process's user when privileges are dropped
   rlim_t cpu_seconds;
   long memory_mb;                 // address space (CPU labs), 0: no limit
-  SeccompProgram* filter;         // installed before exec (CPU labs), or nullptr
+  SeccompProgram* filter;         // installed before exec (CPU labs, no sandbox), or nullptr
+  char* const* sandbox_argv;      // bubblewrap ... lab_launcher, or nullptr: no namespaces
+  const char* launcher;           // lab_launcher (with sandbox_argv)
   char* const* envp;
 };
 
@@ -83,17 +134,26 @@ struct Launch {
   for (int i = 0; i < 5; ++i) high[i] = fcntl(sources[i], F_DUPFD, 64);
   for (int i = 0; i < 5; ++i) dup2(high[i], i);
   for (int fd = 5; fd < 4096; ++fd) close(fd);
-  // The program is run through kExecFd, opened now, above the limit on open files set below: the
-  // filter allows running a program through that descriptor alone, which the lab process can
-  // never hold again (the descriptor closes on exec, and it cannot make one that high).
-  if (l.filter) {
-    const int fd = open(l.binary, O_RDONLY | O_CLOEXEC);
-    if (fd < 0 || fcntl(fd, F_DUPFD_CLOEXEC, kExecFd) != kExecFd) _exit(127);
+  // The program is run through kExecFd, opened now (while the grader's user can read it), above
+  // the limit on open files set below: the filter allows running a program through that
+  // descriptor alone, which the lab process can never hold again (it closes on the lab's exec,
+  // and the lab cannot make one that high). In the sandbox, the launcher runs it from there, and
+  // the launcher itself is run from kLauncherFd.
+  allow_descriptors_up_to_exec_fd();
+  const bool sandboxed = l.sandbox_argv != nullptr;
+  {
+    const int fd = open(l.binary, O_RDONLY | (sandboxed ? 0 : O_CLOEXEC));
+    if (fd < 0 || fcntl(fd, sandboxed ? F_DUPFD : F_DUPFD_CLOEXEC, kExecFd) != kExecFd) _exit(127);
+    close(fd);
+  }
+  if (sandboxed) {
+    const int fd = open(l.launcher, O_RDONLY);
+    if (fd < 0 || fcntl(fd, F_DUPFD, kLauncherFd) != kLauncherFd) _exit(127);
     close(fd);
   }
   if (chdir(l.scratch) != 0) (void)!chdir("/");
   set_limit(RLIMIT_CORE, 0);
-  set_limit(RLIMIT_NOFILE, 256);
+  if (!sandboxed) set_limit(RLIMIT_NOFILE, 256);  // in the sandbox, the launcher lowers it
   set_limit(RLIMIT_FSIZE, rlim_t(env_long("COURSE_LOG_LIMIT", 1 << 20)));
   set_limit(RLIMIT_CPU, l.cpu_seconds);
   if (l.memory_mb > 0) set_limit(RLIMIT_AS, rlim_t(l.memory_mb) << 20);
@@ -103,26 +163,82 @@ struct Launch {
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
   if (l.drop_privileges) {
-    if (setgroups(0, nullptr) != 0 || setgid(65534) != 0 || setuid(65534) != 0) _exit(126);
+    if (setgroups(0, nullptr) != 0 || setgid(l.uid) != 0 || setuid(l.uid) != 0) _exit(126);
+  }
+  if (sandboxed) {
+    execve(l.sandbox_argv[0], l.sandbox_argv, l.envp);
+    _exit(127);
   }
   char* const argv[] = {const_cast<char*>(l.binary), nullptr};
   if (l.filter) {
     // From here on the filter holds, for the dynamic loader, IFUNC resolvers, constructors and
     // every thread of the lab's program. A kernel without seccomp: the lab process's own copy
-    // (sandbox.cpp) is all there is, as before.
+    // (sandbox.cpp) is all there is.
     l.filter->set_self(getpid());
-    if (l.filter->install()) {
-      syscall(SYS_execveat, kExecFd, "", argv, l.envp, AT_EMPTY_PATH);
-      _exit(127);
-    }
+    l.filter->install();
   }
-  execve(l.binary, argv, l.envp);
+  syscall(SYS_execveat, kExecFd, "", argv, l.envp, AT_EMPTY_PATH);
   _exit(127);
 }
 
-std::string describe_status(int status) {
-  if (WIFSIGNALED(status)) {
-    const int sig = WTERMSIG(status);
+const std::string& bubblewrap() {
+  static const std::string path = find_bubblewrap();
+  return path;
+}
+
+// The trusted launcher (launcher_main.cpp), built beside the graders.
+const std::string& launcher_path() {
+#ifdef COURSE_LAB_LAUNCHER
+  static const std::string path = COURSE_LAB_LAUNCHER;
+#else
+  static const std::string path;
+#endif
+  return path;
+}
+
+// The launcher is run in the sandbox through the descriptor the grader's child opened
+// (kLauncherFd), which needs no path to it: the lab process's user may be unable to reach the
+// trusted build, and nothing of it is mounted there.
+std::string launcher_in_sandbox() { return "/proc/self/fd/" + std::to_string(kLauncherFd); }
+
+// Can bubblewrap make its namespaces here and start the launcher, for the lab process's user?
+// Tried once per grader: kernels or policies that forbid unprivileged user namespaces make it
+// fail, and the lab process then runs under the filter alone (its log says so).
+bool sandbox_works(bool drop, uid_t uid) {
+  static int works = -1;
+  if (works >= 0) return works == 1;
+  works = 0;
+  if (bubblewrap().empty() || launcher_path().empty()) return false;
+  std::vector<std::string> args = sandbox_options(false);
+  args.insert(args.begin(), bubblewrap());
+  args.insert(args.end(), {"--", launcher_in_sandbox(), "probe"});
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  char* const envp[] = {nullptr};
+  const pid_t pid = fork();
+  if (pid < 0) return false;
+  if (pid == 0) {
+    const int devnull = open("/dev/null", O_RDWR);
+    dup2(devnull, 0), dup2(devnull, 1), dup2(devnull, 2);
+    allow_descriptors_up_to_exec_fd();
+    const int launcher = open(launcher_path().c_str(), O_RDONLY);
+    if (launcher < 0 || fcntl(launcher, F_DUPFD, kLauncherFd) != kLauncherFd) _exit(127);
+    if (drop && (setgroups(0, nullptr) != 0 || setgid(uid) != 0 || setuid(uid) != 0)) _exit(126);
+    execve(argv[0], argv.data(), envp);
+    _exit(127);
+  }
+  int status = 0;
+  works = waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  return works == 1;
+}
+
+// bubblewrap reports a lab process killed by signal S as its own exit code 128 + S.
+std::string describe_status(int status, bool namespaced) {
+  const bool signalled_in_sandbox =
+      namespaced && WIFEXITED(status) && WEXITSTATUS(status) > 128 && WEXITSTATUS(status) < 128 + 65;
+  if (WIFSIGNALED(status) || signalled_in_sandbox) {
+    const int sig = signalled_in_sandbox ? WEXITSTATUS(status) - 128 : WTERMSIG(status);
     std::string name = strsignal(sig);
     if (sig == SIGXCPU) name += ": its CPU-time limit";
     if (sig == SIGSYS) name += ": a forbidden system call";
@@ -161,33 +277,47 @@ void LabProcess::start() {
   if (pipe2(request, O_CLOEXEC) != 0 || pipe2(reply, O_CLOEXEC) != 0)
     throw LabFailure(std::string("cannot make pipes: ") + std::strerror(errno));
   const int log_fd = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  const bool root = geteuid() == 0;
-  const bool drop = root && env_or("COURSE_DROP_PRIVILEGES", "1") != "0" &&
-                    reachable_by_others(binary_);
-  if (root && !drop && log_fd >= 0) {
-    const char note[] = "[grader] note: the lab process runs as root (its program is not reachable for user nobody)\n";
-    (void)!::write(log_fd, note, sizeof note - 1);
-  }
+  const bool drop = geteuid() == 0 && env_or("COURSE_DROP_PRIVILEGES", "1") != "0";
+  const uid_t uid = uid_t(env_long("COURSE_LAB_UID", 65534));
   const bool gpu = course_grader_of_gpu_lab && course_grader_of_gpu_lab();
   // An address-space limit in CPU labs only: the CUDA driver reserves address space far beyond any.
 #ifdef COURSE_SANITIZE
   const long memory_mb = 0;  // AddressSanitizer reserves terabytes of shadow memory
-#else
-  const long memory_mb = gpu ? 0 : env_long("COURSE_LAB_MEMORY_MB", 8192);
-#endif
-  const rlim_t cpu = rlim_t(env_long("COURSE_LAB_CPU_SECONDS", 600));
-  // CPU labs get the system-call filter before their program's first instruction, unless it is
-  // turned off or traced (the trace's handler is the lab process's own: sandbox.cpp).
-  const std::string sandbox = env_or("COURSE_SANDBOX", "on");
-  std::unique_ptr<SeccompProgram> filter;
-#ifdef COURSE_SANITIZE
   const bool sanitized = true;  // AddressSanitizer starts before main and needs more (the filter from
                                 // .preinit_array still holds; the course's ASan build tests memory)
 #else
+  const long memory_mb = gpu ? 0 : env_long("COURSE_LAB_MEMORY_MB", 8192);
   const bool sanitized = false;
 #endif
-  if (!gpu && !sanitized && sandbox != "off" && sandbox != "trace" && SeccompProgram::supported())
+  const rlim_t cpu = rlim_t(env_long("COURSE_LAB_CPU_SECONDS", 600));
+  // COURSE_SANDBOX: "on" (the default): bubblewrap's namespaces where bubblewrap works here, and
+  // the system-call filter before the lab's first instruction (CPU labs); "filter": the filter
+  // alone, which is what "on" falls back to without bubblewrap; "trace": only the lab process's
+  // own filter, naming each refused call in its log; "off": neither.
+  const std::string mode = env_or("COURSE_SANDBOX", "on");
+  const bool want_filter = !gpu && !sanitized && (mode == "on" || mode == "filter");
+  std::unique_ptr<SeccompProgram> filter;
+  std::vector<std::string> sandbox_args;
+  if (mode == "on" && sandbox_works(drop, uid)) {
+    sandbox_args = sandbox_options(gpu);
+    sandbox_args.insert(sandbox_args.begin(), bubblewrap());
+    sandbox_args.insert(sandbox_args.end(), {"--", launcher_in_sandbox(), want_filter ? "filter" : "no-filter"});
+  } else if (want_filter && SeccompProgram::supported()) {
     filter = std::make_unique<SeccompProgram>(FilterRules{false, false, /*allow_exec_fd=*/true});
+  }
+  namespaced_ = !sandbox_args.empty();
+  lab_pid_ = -1;
+  if (!said_how_ && log_fd >= 0) {
+    said_how_ = true;
+    std::string how = "[grader] the lab process runs " +
+                      std::string(namespaced_ ? "in bubblewrap's namespaces, " : "without namespaces, ") +
+                      (want_filter || gpu ? "under the system-call filter, " : "without the system-call filter, ") +
+                      (drop ? "as uid " + std::to_string(uid) : "as the grader's user") + "\n";
+    (void)!::write(log_fd, how.data(), how.size());
+  }
+  std::vector<char*> sandbox_argv;
+  for (auto& a : sandbox_args) sandbox_argv.push_back(a.data());
+  sandbox_argv.push_back(nullptr);
   // The environment of the lab process: nothing of ours, only what its libraries need.
   std::vector<std::string> env_strings = {"PATH=/usr/bin:/bin", "LC_ALL=C", "CUDA_CACHE_DISABLE=1"};
   for (const char* keep : {"CUDA_VISIBLE_DEVICES", "COURSE_SANDBOX", "ASAN_OPTIONS", "UBSAN_OPTIONS"})
@@ -196,11 +326,11 @@ void LabProcess::start() {
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
 
+  const Launch launch{binary_.c_str(), scratch_.c_str(), drop, uid, cpu, memory_mb, filter.get(),
+                      namespaced_ ? sandbox_argv.data() : nullptr, launcher_path().c_str(), envp.data()};
   const pid_t pid = fork();
   if (pid < 0) throw LabFailure(std::string("cannot fork: ") + std::strerror(errno));
-  if (pid == 0)
-    become_lab_process({binary_.c_str(), scratch_.c_str(), drop, cpu, memory_mb, filter.get(), envp.data()},
-                       request[0], reply[1], log_fd < 0 ? 2 : log_fd);
+  if (pid == 0) become_lab_process(launch, request[0], reply[1], log_fd < 0 ? 2 : log_fd);
   close(request[0]);
   close(reply[1]);
   if (log_fd >= 0) close(log_fd);
@@ -241,7 +371,7 @@ void LabProcess::fail(const std::string& function, const std::string& what) {
     // A process that closed its pipe is usually dying; give it a moment before we kill it.
     for (int i = 0; i < 50 && waitpid(pid_, &st, WNOHANG) == 0; ++i) usleep(10000);
     if (waitpid(pid_, &st, WNOHANG) == pid_ || kill(pid_, 0) != 0) {
-      status = describe_status(st);
+      status = describe_status(st, namespaced_);
       pid_ = -1;
     }
   }
@@ -302,9 +432,31 @@ Reply LabProcess::call(const std::string& function, const Packet& args) {
   fail(function, "sent an unknown status");
 }
 
+// The first child of a process, from /proc (0 if none).
+static pid_t first_child(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
+  pid_t child = 0;
+  return in >> child ? child : 0;
+}
+
+// The lab's program itself: the grader's child, or in the sandbox the child of bubblewrap's
+// init (bubblewrap -> its init, pid 1 of the new namespace -> the launcher, become the lab).
+pid_t LabProcess::lab_pid() const {
+  if (pid_ <= 0) return 0;
+  if (!namespaced_) return pid_;
+  if (lab_pid_ <= 0) {
+    const pid_t init = first_child(pid_);
+    lab_pid_ = init > 0 ? first_child(init) : 0;
+  }
+  return lab_pid_;
+}
+
 long LabProcess::peak_rss_bytes() const {
   if (pid_ <= 0) return 0;
-  std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
+  const pid_t pid = lab_pid();
+  // A memory check must never pass for want of a reading.
+  if (pid <= 0) throw std::runtime_error("the grader could not find the lab process in /proc to read its memory");
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
   std::string key;
   long kb = 0;
   while (in >> key) {
@@ -313,7 +465,25 @@ long LabProcess::peak_rss_bytes() const {
       return kb * 1024;
     }
   }
-  return 0;
+  throw std::runtime_error("the grader could not read the lab process's peak memory (VmHWM)");
+}
+
+double LabProcess::cpu_seconds() const {
+  if (pid_ <= 0) return 0;
+  const pid_t pid = lab_pid();
+  if (pid <= 0) throw std::runtime_error("the grader could not find the lab process in /proc to read its CPU time");
+  // /proc/PID/stat: the 14th and 15th fields (after the name in parentheses, which may hold
+  // spaces) are user and system time in clock ticks, summed over all its threads, ended or not.
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::size_t close = text.rfind(')');
+  if (close == std::string::npos) throw std::runtime_error("the grader could not read the lab process's CPU time");
+  std::istringstream fields(text.substr(close + 2));
+  std::string skip;
+  for (int i = 3; i <= 13; ++i) fields >> skip;
+  unsigned long long user = 0, system = 0;
+  if (!(fields >> user >> system)) throw std::runtime_error("the grader could not read the lab process's CPU time");
+  return double(user + system) / double(sysconf(_SC_CLK_TCK));
 }
 
 LabProcess& lab() {

@@ -2,13 +2,16 @@
 // treating every reply as untrusted input.
 //
 // The lab process runs
+//   - inside bubblewrap's namespaces where it works here (user, PID, mount, IPC, network): it sees
+//     the system's libraries, its own program and nothing of the course or of other processes;
 //   - in its own session and process group, killed with the grader (PR_SET_PDEATHSIG) and
 //     killed whole when a call fails;
 //   - with resource limits: CPU seconds, address space (CPU labs), file size (its log), no core
 //     dumps, few open files;
-//   - as user "nobody" when the grader runs as root (and the binary is reachable for nobody);
-//   - under the system-call filter of sandbox.cpp (no new processes, no programs, no signals to
-//     others, no file writes);
+//   - as user "nobody" (or COURSE_LAB_UID) when the grader runs as root;
+//   - under the system-call filter of seccomp_filter.hpp from its first instruction (CPU labs),
+//     installed by the launcher in the sandbox or by the grader's child without one (no new
+//     processes, no programs, no signals to others, no file writes);
 //   - with an empty environment, its own scratch directory as working directory, and only four
 //     descriptors: /dev/null, its log (stdout and stderr), the request pipe and the reply pipe.
 // A call that crashes, hangs past its time limit or replies nonsense fails that call only: the
@@ -59,6 +62,10 @@ class LabProcess {
 
   // Peak resident memory (VmHWM) of the current process, in bytes; 0 if none is running.
   long peak_rss_bytes() const;
+  // CPU time (user + system) of the current process so far, all its threads, in seconds, at the
+  // kernel's clock-tick resolution (usually 10 ms); 0 if none is running. What the kernel
+  // measured, so work done on another thread or in another element type counts too.
+  double cpu_seconds() const;
   bool available() const;  // the binary exists
   const std::string& binary() const { return binary_; }
 
@@ -68,8 +75,13 @@ class LabProcess {
   [[noreturn]] void fail(const std::string& function, const std::string& what);
   std::string log_tail() const;
 
+  pid_t lab_pid() const;
+
   std::string binary_, who_, log_path_, scratch_;
-  pid_t pid_ = -1;
+  pid_t pid_ = -1;              // the grader's child: the lab process, or bubblewrap around it
+  mutable pid_t lab_pid_ = -1;  // the lab process itself (found in /proc when namespaced)
+  bool namespaced_ = false;     // runs in bubblewrap's namespaces
+  bool said_how_ = false;       // its log names the sandbox once
   int to_lab_ = -1, from_lab_ = -1;
 };
 
