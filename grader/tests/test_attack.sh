@@ -112,6 +112,32 @@ case "$expect" in
 esac
 check_outputs
 [ ! -e "$marker" ] || fail "the lab ran code outside the system-call filter: it wrote $(cat "$marker")"
+# secret: a course file (solutions/...) that the attack tries to read and send back: no line of it
+# that the repository's labs/ and include/ do not also hold may appear in the results.
+secret=$(sed -n 's|^// secret: ||p' "$attack")
+if [ -n "$secret" ]; then
+  python3 - "$root" "$secret" "$work/out/results.json" "$work/board.txt" <<'PY' || fail "the results hold lines of $secret"
+import json, pathlib, sys
+root, secret, results, board = pathlib.Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+public = set()
+for folder in ("labs", "include"):
+    for f in (root / folder).rglob("*"):
+        if f.is_file():
+            public |= {l.strip() for l in f.read_text(errors="replace").splitlines()}
+lines = {l.strip() for l in (root / secret).read_text().splitlines()}
+lines = {l for l in lines if len(l) >= 20 and l not in public}
+def strings(v):
+    if isinstance(v, str): yield v
+    elif isinstance(v, dict):
+        for x in v.values(): yield from strings(x)
+    elif isinstance(v, list):
+        for x in v: yield from strings(x)
+text = "\n".join(strings(json.load(open(results, encoding="utf-8")))) + open(board, errors="replace").read()
+leaked = sorted(l for l in lines if l in text)
+for l in leaked[:3]: print("leaked:", l)
+sys.exit(1 if leaked else 0)
+PY
+fi
 # message: a text that the failed checks' messages must hold (why the attack earned nothing).
 message=$(sed -n 's|^// message: ||p' "$attack")
 [ -z "$message" ] || grep -qF -- "$message" "$work/out/results.json" || fail "no check says \"$message\""
