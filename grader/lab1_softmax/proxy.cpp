@@ -11,7 +11,7 @@ Matrix<T> softmax_rows(const Matrix<T>& x) {
   isolation::Packet args;
   isolation::put_matrix<T>(args, x);
   auto reply = isolation::lab().call(isolation::call_name<T>("softmax_rows"), args);
-  return isolation::get_matrix<T>(reply.results);
+  return isolation::get_result_matrix<T>(reply.results, "softmax_rows", x.rows(), x.cols());
 }
 
 template <class T>
@@ -19,7 +19,7 @@ Vector<accum_t<T>> logsumexp_rows(const Matrix<T>& x) {
   isolation::Packet args;
   isolation::put_matrix<T>(args, x);
   auto reply = isolation::lab().call(isolation::call_name<T>("logsumexp_rows"), args);
-  return isolation::get_vector<accum_t<T>>(reply.results);
+  return isolation::get_result_vector<accum_t<T>>(reply.results, "logsumexp_rows", x.rows());
 }
 
 template Matrix<double> softmax_rows<double>(const Matrix<double>&);

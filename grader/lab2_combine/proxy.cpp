@@ -76,8 +76,8 @@ StreamingSoftmax<T> softmax_streaming(const Matrix<T>& x, int block) {
     CountedFloat::exponentials() += reply.counters["exponentials"];
   }
   StreamingSoftmax<T> out;
-  out.y = isolation::get_matrix<T>(reply.results);
-  out.lse = isolation::get_vector<accum_t<T>>(reply.results);
+  out.y = isolation::get_result_matrix<T>(reply.results, "y", x.rows(), x.cols());
+  out.lse = isolation::get_result_vector<accum_t<T>>(reply.results, "lse", x.rows());
   return out;
 }
 

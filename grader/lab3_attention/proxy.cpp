@@ -30,8 +30,8 @@ AttentionOutput<T> attention_forward(const Matrix<T>& Q, const Matrix<T>& K, con
   }
   grading::record_lab_heap_peak(reply);
   AttentionOutput<T> out;
-  out.O = isolation::get_matrix<T>(reply.results);
-  out.lse = isolation::get_vector<accum_t<T>>(reply.results);
+  out.O = isolation::get_result_matrix<T>(reply.results, "O", Q.rows(), V.cols());
+  out.lse = isolation::get_result_vector<accum_t<T>>(reply.results, "lse", Q.rows());
   return out;
 }
 
@@ -48,6 +48,14 @@ BatchedOutput<T> attention_forward_batched(const Tensor4<T>& Q, const Tensor4<T>
   BatchedOutput<T> out;
   out.O = isolation::get_tensor4<T>(reply.results);
   out.lse = isolation::get_values<accum_t<T>>(reply.results);
+  // Checked before any check reads a head of O (its dimensions and its data must agree too).
+  const std::size_t heads = std::size_t(Q.B) * std::size_t(Q.H);
+  isolation::expect_result_shape("O (B H, N)", std::int64_t(out.O.B) * out.O.H, out.O.N, std::int64_t(heads), Q.N);
+  isolation::expect_result_shape("O (heads, d)", out.O.H, out.O.d, Q.H, V.d);
+  isolation::expect_result_shape("O's data (elements, 1)", std::int64_t(out.O.data.size()), 1,
+                                 std::int64_t(heads * std::size_t(Q.N) * std::size_t(V.d)), 1);
+  isolation::expect_result_shape("lse (elements, 1)", std::int64_t(out.lse.size()), 1,
+                                 std::int64_t(heads * std::size_t(Q.N)), 1);
   return out;
 }
 

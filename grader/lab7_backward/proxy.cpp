@@ -30,9 +30,9 @@ Gradients<T> attention_backward(const Matrix<T>& Q, const Matrix<T>& K, const Ma
   }
   grading::record_lab_heap_peak(reply);
   Gradients<T> grads;
-  grads.dQ = isolation::get_matrix<T>(reply.results);
-  grads.dK = isolation::get_matrix<T>(reply.results);
-  grads.dV = isolation::get_matrix<T>(reply.results);
+  grads.dQ = isolation::get_result_matrix<T>(reply.results, "dQ", Q.rows(), Q.cols());
+  grads.dK = isolation::get_result_matrix<T>(reply.results, "dK", K.rows(), K.cols());
+  grads.dV = isolation::get_result_matrix<T>(reply.results, "dV", V.rows(), V.cols());
   return grads;
 }
 

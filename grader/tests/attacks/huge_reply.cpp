@@ -1,4 +1,4 @@
-// what: returns a softmax 4096 times taller than its input (hundreds of MB), so that the trusted grader would have to read and hold it
+// what: returns a softmax 256 times taller than its input (200 MB for the widest input), so that the trusted grader would have to read and hold it
 // expect: no points
 // message: over the limit of
 // --- whole
@@ -6,11 +6,11 @@
 namespace course::lab1 {
 template <class T>
 Matrix<T> softmax_rows(const Matrix<T>& x) {
-  return Matrix<T>::Zero(x.rows() * 4096, x.cols());
+  return Matrix<T>::Zero(x.rows() * 256, x.cols());
 }
 template <class T>
 Vector<accum_t<T>> logsumexp_rows(const Matrix<T>& x) {
-  return Vector<accum_t<T>>::Zero(x.rows() * 4096 * x.cols());
+  return Vector<accum_t<T>>::Zero(x.rows() * 256 * x.cols());
 }
 template Matrix<double> softmax_rows<double>(const Matrix<double>&);
 template Matrix<float> softmax_rows<float>(const Matrix<float>&);
