@@ -8,6 +8,7 @@
 # nothing is rewritten after the runner has ended.
 #
 # Usage: test_attack.sh REPO_ROOT BUILD_DIR NAME      (NAME = stale_build: see the end)
+#        test_attack.sh REPO_ROOT BUILD_DIR NAME --compose FILE   (writes the attack's lab 1 only)
 set -uo pipefail
 root=$1 build=$2 name=$3
 work=$(mktemp -d)
@@ -36,6 +37,8 @@ grade() {  # build lab 1, grade labs 1 and 2; the scoreboard in $work/board.txt
 
 check_outputs() {
   grep -Eq '^2 +lab2_combine +([0-9]+)\/\1 ' "$work/board.txt" || fail "the honest lab 2 lost points"
+  # Whatever a lab answers, the trusted grader never crashes on it (its checks would go unrun).
+  ! grep -q 'the grader crashed' "$work/board.txt" || fail "the attack crashed the trusted grader"
   python3 -c "import json; json.load(open('$work/out/results.json', encoding='utf-8'))" || fail "results.json is not valid JSON"
   python3 -c "import xml.dom.minidom as m; m.parse('$work/out/junit.xml')" || fail "junit.xml is not valid XML"
   ! grep -q $'\x1b' "$work/board.txt" "$work/out/results.json" "$work/out/junit.xml" || fail "an escape character got through"
@@ -100,6 +103,8 @@ else
     done
     echo '}  // namespace course::lab1'; } > "$out"
 fi
+# --compose FILE: only write the composed lab 1 to FILE (for a class of attacks graded together).
+if [ "${4:-}" = --compose ]; then cp "$out" "$5"; exit 0; fi
 grade 1
 before=$(sha256sum "$work/out/results.json" "$work/out/scores.tsv")
 sleep 3  # anything left running would rewrite the results now

@@ -32,7 +32,7 @@ if [ -n "$planted" ]; then
   }
   cp "$root/course" "$course"
   plant 'root=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)' "root=$(printf '%q' "$root")"
-  plant 'grade_submission "$name" &' 'grade_submission $name &'
+  plant 'grade_submission "$name")' 'grade_submission $name)'
 fi
 made=()  # the submissions made, by name
 wanted() {  # whether to make submission $1 (with --planted, three of them)
