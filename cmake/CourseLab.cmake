@@ -22,7 +22,9 @@
 #     builds labN_worker_planted_<name> from a copy of the solution with FIND replaced by
 #     REPLACE, and a test that CHECK fails for that reason. If the solution changes so that FIND
 #     no longer occurs, configuring stops and says so: planted bugs cannot go stale. A bug that
-#     needs more than one substitution is a PATCH (as for a variant, below).
+#     needs more than one substitution is a PATCH (as for a variant, below). The test grades
+#     CHECK and its parent only, in a fresh lab process; ALL_CHECKS grades the whole lab (a bug
+#     that shows only after other checks' calls), as does a bug in GPU code.
 #
 #   course_correct_variant(LAB 1 NAME exp2 FILE softmax.cpp FIND "..." REPLACE "...")
 #   course_correct_variant(LAB 3 NAME kv_outer PATCH variants/kv_outer.patch)
@@ -340,10 +342,26 @@ function(_course_skip_unbuilt_derived changed test_name out_var)
   endif()
 endfunction()
 
+# sh -c SCRIPT _ RUNNER GRADER CHECK ARGS...: `RUNNER expect --binary GRADER ARGS...` on CHECK and its
+# parent alone (--only). The grader lists its checks and their parents on descriptor 3 when
+# COURSE_RESULTS_FD says so, as course_runner reads them; doctest's filter splits on commas, so
+# they (and backslashes) are escaped. A CHECK the grader does not list leaves the filter empty:
+# the lab is graded in full and the runner says that it has no such check.
+set(_course_expect_with_parent [=[
+runner=$1 grader=$2 check=$3
+shift 3
+only=$(COURSE_RESULTS_FD=3 "$grader" --list-test-cases --no-version 3>&1 >/dev/null 2>&1 |
+  check=$check awk -F '\t' '$1 == "check" && $2 == ENVIRON["check"] {
+    print $2; n = split($3, kv, ";"); for (i = 1; i <= n; i++) if (kv[i] ~ /^parent=/) print substr(kv[i], 8) }' |
+  sed 's/[\\,]/\\&/g' | paste -sd, -)
+exec "$runner" expect --binary "$grader" --only "$only" "$@"
+]=])
+
 function(course_planted_bug)
   # SHORT_OF_FULL: the check need only fall short of its full points (partial credit counts as
   # rejected), for a check graded on a sliding scale where partial is the honest grade.
-  cmake_parse_arguments(PARSE_ARGV 0 P "SHORT_OF_FULL" "LAB;NAME;FILE;FIND;REPLACE;PATCH;CHECK;MESSAGE" "")
+  # ALL_CHECKS: every check is graded, not CHECK and its parent alone (see the top of this file).
+  cmake_parse_arguments(PARSE_ARGV 0 P "SHORT_OF_FULL;ALL_CHECKS" "LAB;NAME;FILE;FIND;REPLACE;PATCH;CHECK;MESSAGE" "")
   set(n ${P_LAB})
   set(expectation --fail)
   if(P_SHORT_OF_FULL)
@@ -359,11 +377,30 @@ function(course_planted_bug)
     return()
   endif()
   _course_lab_process_from(${n} lab${n}_worker_planted_${P_NAME} "${derived}" "${derived_changed}")
-  add_test(NAME lab${n}.planted.${P_NAME}
-           COMMAND course_runner expect --binary $<TARGET_FILE:grade_lab${n}>
-                   --worker $<TARGET_FILE:lab${n}_worker_planted_${P_NAME}>
-                   --solution-worker $<TARGET_FILE:lab${n}_worker_solution>
-                   ${expectation} "${P_CHECK}" --message "${P_MESSAGE}" --timeout ${timeout})
+  set(gpu_code FALSE)
+  foreach(s IN LISTS derived_changed)
+    if(s MATCHES "\\.(cu|cuh)$")
+      set(gpu_code TRUE)
+    endif()
+  endforeach()
+  if(gpu_code OR P_ALL_CHECKS)
+    # A bug in GPU code is graded in full, as tools/gpu-check has always run it (CI builds none).
+    add_test(NAME lab${n}.planted.${P_NAME}
+             COMMAND course_runner expect --binary $<TARGET_FILE:grade_lab${n}>
+                     --worker $<TARGET_FILE:lab${n}_worker_planted_${P_NAME}>
+                     --solution-worker $<TARGET_FILE:lab${n}_worker_solution>
+                     ${expectation} "${P_CHECK}" --message "${P_MESSAGE}" --timeout ${timeout})
+  else()
+    # Only CHECK is graded, with its parent (a check graded without its parent is a configuration
+    # error of the runner): what the test asserts is that one check's verdict, and the lab's other
+    # checks cost CI seconds each (lab 3: 4 s of CPU a grading, 0.3 s for one check).
+    add_test(NAME lab${n}.planted.${P_NAME}
+             COMMAND sh -c "${_course_expect_with_parent}" expect_with_parent
+                     $<TARGET_FILE:course_runner> $<TARGET_FILE:grade_lab${n}> "${P_CHECK}"
+                     --worker $<TARGET_FILE:lab${n}_worker_planted_${P_NAME}>
+                     --solution-worker $<TARGET_FILE:lab${n}_worker_solution>
+                     ${expectation} "${P_CHECK}" --message "${P_MESSAGE}" --timeout ${timeout})
+  endif()
   get_property(times_gpu GLOBAL PROPERTY COURSE_LAB_${n}_TIMES_GPU)
   set(serial FALSE)
   if(times_gpu AND P_CHECK MATCHES "^speed:")
