@@ -10,6 +10,7 @@
 #include <limits>
 #include <random>
 #include <stdexcept>
+#include <unistd.h>
 
 #include "attention_fp64.hpp"
 #include "compare.hpp"
@@ -185,15 +186,36 @@ Reference gpu_reference(const Config& c, const Inputs& in) {
 
 }  // namespace
 
+namespace {
+
+std::string cuda_version(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
+
+// Why no GPU lab can run here, in the words a student needs ("" when one can). The CUDA runtime
+// says "CUDA driver version is insufficient" on a machine without any NVIDIA driver, which reads
+// like a fault: a missing driver, no device, and a driver older than the toolkit are told apart.
+std::string why_no_device() {
+  int count = 0;
+  const cudaError_t st = cudaGetDeviceCount(&count);
+  if (st == cudaSuccess && count > 0) return "";
+  if (access("/proc/driver/nvidia/version", R_OK) != 0)
+    return "no NVIDIA GPU found (no NVIDIA driver is loaded on this machine)";
+  if (st == cudaErrorInsufficientDriver) {
+    int driver = 0;
+    cudaDriverGetVersion(&driver);
+    return "the NVIDIA driver (it supports CUDA " + cuda_version(driver) +
+           ") is older than the CUDA toolkit the course was built with (" + cuda_version(CUDART_VERSION) +
+           "): update the driver, or build with an older toolkit";
+  }
+  if (st == cudaSuccess || st == cudaErrorNoDevice)
+    return "no NVIDIA GPU found (the driver sees none; is CUDA_VISIBLE_DEVICES empty?)";
+  return std::string("the CUDA runtime could not start: ") + cudaGetErrorString(st);
+}
+
+}  // namespace
+
 void require_device() {
-  static const std::string why = [] {
-    int count = 0;
-    const cudaError_t st = cudaGetDeviceCount(&count);
-    if (st != cudaSuccess) return std::string(" (cudaGetDeviceCount: ") + cudaGetErrorString(st) + ")";
-    if (count == 0) return std::string(" (cudaGetDeviceCount found none)");
-    return std::string();
-  }();
-  if (!why.empty()) grading::skip("no CUDA device here; GPU labs are graded on a machine with an NVIDIA GPU" + why);
+  static const std::string why = why_no_device();
+  if (!why.empty()) grading::skip(why + "; GPU labs are graded on a machine with an NVIDIA GPU");
 }
 
 gpu_wire::KernelCall Config::call() const {
