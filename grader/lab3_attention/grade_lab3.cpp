@@ -4,7 +4,9 @@
 //           so does the lab process's peak resident memory, during the call and from its start
 //           (the kernel's figure, resident_memory.hpp);
 //   work    the multiplications counted by CountedFloat are 2 Nq Nk d + lower-order terms, and
-//           about half of that under causal masking (so tiles are skipped, not masked);
+//           about half of that under causal masking (so tiles are skipped, not masked); and the
+//           CPU time the kernel charged to the lab process is about half too (the same rule,
+//           measured where no code of the lab's can reach the measurement);
 //   inputs  Q, K and V are unchanged by the call.
 //
 // Every numerical check draws fresh inputs from the run's seed (extra draws use seed + k, printed
@@ -344,9 +346,11 @@ TEST_CASE("work: non-causal does 2*Nq*Nk*d multiplications (counted)" *
 }
 
 TEST_CASE("work: causal skips tiles above the diagonal (about half the work)" *
-          grading::points(3, kCausalFp64)) {
+          grading::points(1, kCausalFp64)) {
   // Measured against the same problem without the mask. With T key tiles per row the tiles on
   // or below the diagonal are (T + 1) / (2 T) of all; the entries a row sees are the floor.
+  // These are the products CountedFloat saw; the next check holds the same rule to the CPU time
+  // the kernel measured, which also sees work done in another type or on another thread.
   const std::vector<Problem> ps = {{1024, 1024, 16, 32, 32}, {512, 1024, 16, 32, 32},
                                    {1024, 512, 16, 64, 16}};
   for (Problem p : ps) {
@@ -375,6 +379,119 @@ TEST_CASE("work: causal skips tiles above the diagonal (about half the work)" *
                              ? "tiles above the diagonal must be skipped, not computed and masked"
                              : "less work than the keys the rows see: visible scores were skipped"));
   }
+}
+
+namespace {
+
+// The reference O of one problem and the plain fp32 attention that sets its band, computed once
+// for all the timed calls of that problem.
+struct Expected {
+  Md O, plain_O;
+};
+
+// The CPU time, in seconds, that the kernel charged to the lab process for one call of
+// attention_forward<float> on p: user and system time of all its threads, ended or not. The lab
+// process is started afresh and warmed by a small call first, so that neither its start (its
+// libraries, its static constructors) nor anything an earlier call left behind is charged, and
+// no result of an earlier call can be reused. The output is compared with the reference, so
+// that the time belongs to a correct computation; nullopt when it is wrong (the check has failed).
+std::optional<double> timed_call(const Problem& p, const course::Matrix<float>& Q,
+                                 const course::Matrix<float>& K, const course::Matrix<float>& V,
+                                 const Expected& expected) {
+  const Problem warm_up{64, 64, p.d, p.block_q, p.block_k};
+  const course::Matrix<float> small = course::Matrix<float>::Ones(warm_up.Nq, warm_up.d);
+  isolation::lab().restart();
+  (void)course::lab3::attention_forward<float>(small, small, small, options_of(warm_up));
+  const double before = isolation::lab().cpu_seconds();
+  const auto out = course::lab3::attention_forward<float>(Q, K, V, options_of(p));
+  const double after = isolation::lab().cpu_seconds();
+  if (!grading::expect_close({"attention_forward O (timed)", "fp32", {long(p.Nq), long(p.d)},
+                              describe(p, grading::seed())},
+                             Quantity::output, grading::to_double(out.O), expected.O,
+                             expected.plain_O))
+    return std::nullopt;
+  return after - before;
+}
+
+}  // namespace
+
+TEST_CASE("work: causal skips tiles above the diagonal (CPU time measured)" *
+          grading::points(2, kCausalFp64)) {
+  // The rule of the check above, measured by the kernel instead of CountedFloat: the CPU time
+  // of attention_forward<float> (the type the lab really runs) with the causal mask, against the
+  // same problem without it. It counts whatever the lab process does during the call, in any
+  // type and on any thread. Here T = 32 key tiles per row, so the tiles on or below the diagonal
+  // are 33/64 = 0.52 of all: a code that skips the others takes about half the time (the
+  // solution measures 0.5), one that computes and masks them about as long (1.0).
+  //
+  // Timing is noisy, so the check asks for no precision: the bound, 0.75, lies halfway between
+  // the two; each side is the least of several calls, since load on the machine only ever adds
+  // time; and the ratio of two CPU times, not either one, is graded, so a slower machine or code
+  // changes nothing. The problem is large enough that the kernel's 10 ms clock ticks are a few
+  // percent of the solution's time (about 0.25 s without the mask, 0.12 s with it, in a Release
+  // build on one core).
+  const Problem full{2048, 2048, 128, 64, 64};
+  Problem masked = full;
+  masked.causal = true;
+  const double tiles = full.Nk / full.block_k;  // key tiles per row, all full
+  const double tile_fraction = (tiles + 1) / (2 * tiles);  // on or below the diagonal
+  constexpr double kBound = 0.75;
+  // Rounds of one causal and one non-causal call, in alternating order: at least kMinRounds, and
+  // more, up to kMaxRounds, while the ratio of the least times is over the bound. Other work on
+  // the machine slows calls unevenly, not only by taking turns on the core: a process on the
+  // other hardware thread of the same core makes every instruction slower (CPU time up to 2x,
+  // seen on a 2-core machine running the test suite); more calls give each side more chances at
+  // a quiet moment. Code that does not skip gains nothing from them: its least times converge on
+  // its own ratio, about 1.
+  constexpr int kMinRounds = 3, kMaxRounds = 8;
+
+  const Inputs in = draw(full, grading::seed(), "cpu time");
+  const Md Q = reference::round_to<float>(in.Q), K = reference::round_to<float>(in.K),
+           V = reference::round_to<float>(in.V);
+  const course::Matrix<float> Qf = grading::to_storage<float>(Q),
+                              Kf = grading::to_storage<float>(K),
+                              Vf = grading::to_storage<float>(V);
+  auto expected_of = [&](const Problem& p) {
+    return Expected{reference::attention<double>(Q, K, V, scale_of(p), p.causal).O,
+                    reference::plain_attention<float>(Q, K, V, scale_of(p), p.causal).O};
+  };
+  const Expected expected_full = expected_of(full), expected_masked = expected_of(masked);
+
+  double best_full = HUGE_VAL, best_masked = HUGE_VAL;
+  int rounds = 0;
+  while (rounds < kMinRounds || (rounds < kMaxRounds && !(best_masked <= kBound * best_full))) {
+    for (const bool causal_call : {rounds % 2 == 0, rounds % 2 != 0}) {
+      const auto t = causal_call ? timed_call(masked, Qf, Kf, Vf, expected_masked)
+                                 : timed_call(full, Qf, Kf, Vf, expected_full);
+      if (!t) return;  // a wrong output: its message says why
+      double& best = causal_call ? best_masked : best_full;
+      best = std::min(best, *t);
+    }
+    ++rounds;
+  }
+  // A non-causal call that registered next to no CPU time (a reading that failed, say) is no
+  // yardstick: the check fails rather than pass on a ratio of nothing.
+  const Case full_case{"attention_forward", "fp32", {full.Nq, full.d},
+                       describe(full, grading::seed())};
+  if (!grading::expect(best_full > 0.02, full_case,
+                       "the non-causal call took " + fmt(best_full) +
+                           " s of CPU time in the lab process, too little to measure the causal "
+                           "one against"))
+    return;
+  const double ratio = best_masked / best_full;
+  const std::string measured =
+      "causal/non-causal CPU time ratio " + fmt(ratio) + " (" + fmt(best_masked) + " s / " +
+      fmt(best_full) +
+      " s: user + system time of all the lab process's threads during the call, as the kernel "
+      "measured it, the least of " + std::to_string(rounds) + " calls each)";
+  const Case masked_case{"attention_forward", "fp32", {masked.Nq, masked.d},
+                         describe(masked, grading::seed())};
+  if (grading::expect(ratio <= kBound, masked_case,
+                      measured + " exceeds " + fmt(kBound) +
+                          ": with the mask, tiles above the diagonal must be skipped, not computed "
+                          "and masked, whatever the element type and on whichever thread (skipping "
+                          "them takes about " + fmt(tile_fraction) + " of the time here)"))
+    grading::award_fraction(1.0, measured + ", within the bound " + fmt(kBound));  // for --verbose
 }
 
 TEST_CASE("streaming: keys in tiles of block_k, each tile rescales (exponentials counted)" *
