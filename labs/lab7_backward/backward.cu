@@ -25,7 +25,8 @@
 //   * dV_j += P^T dO_i and dK_j += dS^T Q_i: the thread owns keys ty + 16 a and the columns
 //     4 tx .. 4 tx + 3 (and the same + 64 at d = 128), 16 or 32 accumulators of each.
 //   * dQ_i += dS K_j: the thread owns rows ty + 16 a and the same columns, and adds its 16 or 32
-//     values to the accumulator with 4-wide atomic adds.
+//     values to the accumulator 4 at a time (atomic_add_4: one 4-wide atomic on sm_90, four
+//     scalar ones before).
 //
 // Numerics: fp32 on chip; bf16 is a storage format converted on load. The scores are formed in
 // base 2 (times scale * log2(e)) and LSE is converted to base 2 once per row, so every
@@ -74,7 +75,8 @@ struct TileConfig {
   static constexpr int kSmemBytes = kSmemFloats * static_cast<int>(sizeof(float));
 };
 
-using detail::Params;  // backward_gpu.cuh: shared with the tensor-core kernel (part 3)
+using detail::atomic_add_4;  // backward_gpu.cuh: the dQ accumulator's atomic adds
+using detail::Params;        // backward_gpu.cuh: shared with the tensor-core kernel (part 3)
 
 // ---------------------------------------------------------------------------------------------
 // Device helpers (given).
@@ -217,9 +219,10 @@ __global__ void __launch_bounds__(kThreads) backward_kernel(const Params p) {
 
     // TODO: dq (Algorithm 2 line 15; see the lab README)
     // Line 15: dQ_i += dS_ij K_j (tau is applied by kernel 3), for this thread's rows
-    // ty + 16 a and columns: a sum over the tile's keys, then one 4-wide atomicAdd per row and
-    // 4 columns into p.dq_accum (the CTAs of the other K/V tiles add their shares to the same
-    // rows). Rows past the end of Q add nothing.
+    // ty + 16 a and columns: a sum over the tile's keys, then one atomic_add_4 per row and 4
+    // columns into p.dq_accum (backward_gpu.cuh: one float4 atomicAdd on sm_90, four float ones
+    // on sm_80-sm_89, where the float4 overload does not exist; the CTAs of the other K/V tiles
+    // add their shares to the same rows). Rows past the end of Q add nothing.
 
   // TODO: write_dk_dv (Algorithm 2 line 18; see the lab README)
   // Line 18: write dK_j = tau * dk and dV_j = dv to global memory, rounded to T once, for the

@@ -205,7 +205,8 @@ __device__ __forceinline__ void load_ds_fragment(uint32_t (&a)[4], const T* ds_s
 
 // Line 15 (tau is applied by kernel 3): dQ_i += dS K_j for the warp's 16 query rows
 // (query0 .. + 15 of the tile) and head-dimension columns dim0 .. dim0 + 8 kDqDimTiles - 1, added
-// into the fp32 accumulator with 8-byte atomic adds.
+// into the fp32 accumulator two floats at a time (atomic_add_2: one 8-byte atomic on sm_90, two
+// 4-byte ones before).
 template <int D, class T>
 __device__ __forceinline__ void accumulate_dq(const T* ds_s, const T* k_s, float* dq_rows, int query0, int dim0,
                                               int valid_rows, int lane) {
@@ -214,7 +215,8 @@ __device__ __forceinline__ void accumulate_dq(const T* ds_s, const T* k_s, float
   // dq[n] (n over the warp's kDqDimTiles 8-wide tiles from dim0) = sum over the kKeySlabs key
   // slabs kk of dS(query0.., 16 kk..) (load_ds_fragment) times K(16 kk.., dims)
   // (load_b_fragments_v on k_s); then rows query0 + g and + 8 (if < valid_rows) of dq_rows get
-  // atomicAdd of float2 pairs at columns dim0 + 8n + 2t
+  // the pairs at columns dim0 + 8n + 2t with atomic_add_2 (backward_gpu.cuh: one float2
+  // atomicAdd on sm_90, two float ones on sm_80-sm_89, where the float2 overload does not exist)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -25,7 +25,8 @@
 //   * dV_j += P^T dO_i and dK_j += dS^T Q_i: the thread owns keys ty + 16 a and the columns
 //     4 tx .. 4 tx + 3 (and the same + 64 at d = 128), 16 or 32 accumulators of each.
 //   * dQ_i += dS K_j: the thread owns rows ty + 16 a and the same columns, and adds its 16 or 32
-//     values to the accumulator with 4-wide atomic adds.
+//     values to the accumulator 4 at a time (atomic_add_4: one 4-wide atomic on sm_90, four
+//     scalar ones before).
 //
 // Numerics: fp32 on chip; bf16 is a storage format converted on load. The scores are formed in
 // base 2 (times scale * log2(e)) and LSE is converted to base 2 once per row, so every
@@ -74,7 +75,8 @@ struct TileConfig {
   static constexpr int kSmemBytes = kSmemFloats * static_cast<int>(sizeof(float));
 };
 
-using detail::Params;  // backward_gpu.cuh: shared with the tensor-core kernel (part 3)
+using detail::atomic_add_4;  // backward_gpu.cuh: the dQ accumulator's atomic adds
+using detail::Params;        // backward_gpu.cuh: shared with the tensor-core kernel (part 3)
 
 // ---------------------------------------------------------------------------------------------
 // Device helpers (given).
@@ -298,9 +300,10 @@ __global__ void __launch_bounds__(kThreads) backward_kernel(const Params p) {
 
     // BEGIN SOLUTION dq device Algorithm 2 line 15
     //! Line 15: dQ_i += dS_ij K_j (tau is applied by kernel 3), for this thread's rows
-    //! ty + 16 a and columns: a sum over the tile's keys, then one 4-wide atomicAdd per row and
-    //! 4 columns into p.dq_accum (the CTAs of the other K/V tiles add their shares to the same
-    //! rows). Rows past the end of Q add nothing.
+    //! ty + 16 a and columns: a sum over the tile's keys, then one atomic_add_4 per row and 4
+    //! columns into p.dq_accum (backward_gpu.cuh: one float4 atomicAdd on sm_90, four float ones
+    //! on sm_80-sm_89, where the float4 overload does not exist; the CTAs of the other K/V tiles
+    //! add their shares to the same rows). Rows past the end of Q add nothing.
     float dq[kPer][4 * CH] = {};
     for (int c = 0; c < kBc; ++c) {
       float kc[4 * CH], ds[kPer];
@@ -322,7 +325,7 @@ __global__ void __launch_bounds__(kThreads) backward_kernel(const Params p) {
       for (int ch = 0; ch < CH; ++ch) {
         float* dst = p.dq_accum + (q_head + q0 + r) * D + 4 * tx + 4 * kSide * ch;
         const float* x = dq[a] + 4 * ch;
-        atomicAdd(reinterpret_cast<float4*>(dst), make_float4(x[0], x[1], x[2], x[3]));
+        atomic_add_4(dst, make_float4(x[0], x[1], x[2], x[3]));
       }
     }
   }  // line 17: end for (query tiles)
