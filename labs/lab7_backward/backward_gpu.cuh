@@ -29,8 +29,8 @@ struct Params {
   float scale_log2;  // tau * log2(e)
 };
 
-// Line 15's atomic adds: a CTA's share of dQ_i into p.dq_accum, 4 adjacent floats at a time
-// (part 2, dst 16-byte aligned) or 2 (part 3, dst 8-byte aligned). Hopper (sm_90) added
+// Algorithm 2's line 15 as atomic adds: a CTA's share of dQ_i into p.dq_accum, 4 adjacent floats
+// at a time (part 2, dst 16-byte aligned) or 2 (part 3, dst 8-byte aligned). Hopper (sm_90) added
 // atomicAdd overloads for float4 and float2: one vector atomic instead of 4 or 2 scalar ones, so
 // fewer atomic transactions at L2 for the dQ accumulation, the one gradient that every K/V tile
 // adds to. Before sm_90 they do not exist, and each component gets its own
