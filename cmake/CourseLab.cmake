@@ -190,8 +190,11 @@ function(course_add_lab)
            COMMAND course_runner expect --binary $<TARGET_FILE:grade_lab${n}>
                    --worker $<TARGET_FILE:lab${n}_worker_solution> --full-marks
                    --seeds ${COURSE_FULL_MARKS_SEEDS} --timeout ${L_TIMEOUT})
+  # COST: ctest starts the costliest tests first (on a fresh clone it has no timings of its own),
+  # and a full-marks test, 20 gradings, is among the longest (lab 3's: 80 s of CI's 2 cores), so
+  # it must not start last. Among tests of one COST, the order is the labs' order.
   set_tests_properties(lab${n}.solution_full_marks PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1200
-                       RUN_SERIAL "${L_TIMES_GPU}")
+                       RUN_SERIAL "${L_TIMES_GPU}" COST 100)
 
   # The handout's table of checks must match the grader's.
   add_test(NAME lab${n}.readme_lists_every_check
@@ -442,7 +445,8 @@ function(course_correct_variant)
   if(times_gpu AND claimed STREQUAL "*")
     set(serial TRUE)  # its checks include the speed checks (course_add_lab's TIMES_GPU)
   endif()
-  set_tests_properties(lab${n}.variant.${V_NAME} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1200 RUN_SERIAL ${serial})
+  set_tests_properties(lab${n}.variant.${V_NAME} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1200 RUN_SERIAL ${serial}
+                       COST 100)  # as the solution's (course_add_lab)
 endfunction()
 
 # graders.tsv in the build folder: one line per lab for course_runner (number, folder, cpu|gpu,
