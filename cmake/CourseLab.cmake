@@ -36,6 +36,27 @@
 
 set(COURSE_FULL_MARKS_SEEDS "1-20" CACHE STRING "Seeds at which solutions and variants must earn full marks")
 
+# "1-20" or "1,3,5-7" (as course_runner's --seeds) -> the list of seeds.
+function(_course_seed_list spec out_var)
+  set(seeds "")
+  string(REPLACE "," ";" parts "${spec}")
+  foreach(part IN LISTS parts)
+    if(part MATCHES "^([0-9]+)-([0-9]+)$")
+      if(CMAKE_MATCH_1 GREATER CMAKE_MATCH_2)
+        message(FATAL_ERROR "COURSE_FULL_MARKS_SEEDS: '${part}' is an empty range")
+      endif()
+      foreach(seed RANGE ${CMAKE_MATCH_1} ${CMAKE_MATCH_2})
+        list(APPEND seeds ${seed})
+      endforeach()
+    elseif(part MATCHES "^[0-9]+$")
+      list(APPEND seeds ${part})
+    else()
+      message(FATAL_ERROR "COURSE_FULL_MARKS_SEEDS: '${part}' is not a seed or a range A-B")
+    endif()
+  endforeach()
+  set(${out_var} "${seeds}" PARENT_SCOPE)
+endfunction()
+
 # A lab process: the lab's server, the isolation layer's worker side, and one implementation.
 function(_course_worker target lab_dir sources serve cuda worker_link include_target)
   # ARGN: object libraries compiled once and shared (the solution's files that a planted bug or
@@ -186,15 +207,28 @@ function(course_add_lab)
   set_property(GLOBAL APPEND PROPERTY COURSE_MANIFEST
     "${n}\t${L_DIR}\t${kind}\t$<TARGET_FILE:grade_lab${n}>\t$<TARGET_FILE:lab${n}_worker_solution>\t-")
 
-  add_test(NAME lab${n}.solution_full_marks
-           COMMAND course_runner expect --binary $<TARGET_FILE:grade_lab${n}>
-                   --worker $<TARGET_FILE:lab${n}_worker_solution> --full-marks
-                   --seeds ${COURSE_FULL_MARKS_SEEDS} --timeout ${L_TIMEOUT})
-  # COST: ctest starts the costliest tests first (on a fresh clone it has no timings of its own),
-  # and a full-marks test, 20 gradings, is among the longest (lab 3's: 80 s of CI's 2 cores), so
-  # it must not start last. Among tests of one COST, the order is the labs' order.
-  set_tests_properties(lab${n}.solution_full_marks PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1200
-                       RUN_SERIAL "${L_TIMES_GPU}" COST 100)
+  # In the sanitizer build each seed is a test of its own (lab3.solution_full_marks.seed1, ...):
+  # a grading there takes seven times as long (lab 3: 35 s of CPU), and lab 3's two seeds one
+  # after the other were that pass's longest test and its tail.
+  set(seed_groups "${COURSE_FULL_MARKS_SEEDS}")
+  if(COURSE_SANITIZE)
+    _course_seed_list("${COURSE_FULL_MARKS_SEEDS}" seed_groups)
+  endif()
+  foreach(seeds IN LISTS seed_groups)
+    set(name lab${n}.solution_full_marks)
+    if(COURSE_SANITIZE)
+      set(name ${name}.seed${seeds})
+    endif()
+    add_test(NAME ${name}
+             COMMAND course_runner expect --binary $<TARGET_FILE:grade_lab${n}>
+                     --worker $<TARGET_FILE:lab${n}_worker_solution> --full-marks
+                     --seeds ${seeds} --timeout ${L_TIMEOUT})
+    # COST: ctest starts the costliest tests first (on a fresh clone it has no timings of its
+    # own), and a full-marks test, 20 gradings, is among the longest (lab 3's: 80 s of CI's 2
+    # cores), so it must not start last. Among tests of one COST, the order is the labs' order.
+    set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1200
+                         RUN_SERIAL "${L_TIMES_GPU}" COST 100)
+  endforeach()
 
   # The handout's table of checks must match the grader's.
   add_test(NAME lab${n}.readme_lists_every_check
