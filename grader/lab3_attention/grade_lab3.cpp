@@ -455,7 +455,7 @@ TEST_CASE("work: causal skips tiles above the diagonal (CPU time measured)" *
   const double tile_fraction = (tiles + 1) / (2 * tiles);  // on or below the diagonal
   constexpr double kBound = 0.75;
   // Rounds of one causal and one non-causal call, in alternating order: at least kMinRounds, and
-  // more, up to kMaxRounds, while the ratio of the least times is over the bound. Other work on
+  // more, up to kMaxRounds, while the ratio of the least times is in doubt (near the bound). Other work on
   // the machine slows calls unevenly, not only by taking turns on the core: a process on the
   // other hardware thread of the same core makes every instruction slower (CPU time up to 2x,
   // seen on a 2-core machine running the test suite); more calls give each side more chances at
@@ -477,7 +477,10 @@ TEST_CASE("work: causal skips tiles above the diagonal (CPU time measured)" *
 
   double best_full = HUGE_VAL, best_masked = HUGE_VAL;
   int rounds = 0;
-  while (rounds < kMinRounds || (rounds < kMaxRounds && !(best_masked <= kBound * best_full))) {
+  // A ratio near the bound, on either side, is in doubt: more rounds settle it (a code that
+  // computes every tile once measured under the bound on a loaded machine after three rounds).
+  auto in_doubt = [&] { return best_masked > 0.62 * best_full && best_masked < 0.9 * best_full; };
+  while (rounds < kMinRounds || (rounds < kMaxRounds && in_doubt())) {
     for (const bool causal_call : {rounds % 2 == 0, rounds % 2 != 0}) {
       const auto t = causal_call ? timed_call(masked, Qf, Kf, Vf, expected_masked)
                                  : timed_call(full, Qf, Kf, Vf, expected_full);
