@@ -21,6 +21,9 @@ trap 'rm -rf "$work"' EXIT
 fail() { echo "FAILED: $*"; exit 1; }
 export COURSE_BUILD_DIR=$build COURSE_NO_CUDA=1 COURSE_BUILD_TIMEOUT=60 COURSE_CALL_TIMEOUT=5
 export COURSE_SUBMISSION_LIMIT_MB=1
+# The submissions' build folders in a folder of this test's own, so that another test grading
+# beside it (they share the build folder) cannot be mistaken for one this run left behind.
+export COURSE_SUBMISSION_BUILDS=$work/builds
 course=$root/course
 if [ -n "$planted" ]; then
   [ "$planted" = unquoted_name ] || fail "no planted copy named $planted"
@@ -130,8 +133,9 @@ for top, _, files in os.walk(sys.argv[1]):
         except UnicodeDecodeError as e:
             sys.exit(f"{p}: {e}")
 EOF
-left=$(find "$build/submissions" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)
-[ "$left" = 0 ] || fail "$left build folders were left under $build/submissions"
+[ -d "$work/builds" ] || fail "grade-all did not build in COURSE_SUBMISSION_BUILDS ($work/builds)"
+left=$(find "$work/builds" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)
+[ "$left" = 0 ] || fail "$left build folders were left under $work/builds"
 
 echo "== --resume, nothing changed"
 cp "$book" "$work/before.csv"
