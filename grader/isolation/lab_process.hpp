@@ -62,9 +62,10 @@ class LabProcess {
 
   // Peak resident memory (VmHWM) of the current process, in bytes; 0 if none is running.
   long peak_rss_bytes() const;
-  // CPU time (user + system) of the current process so far, all its threads, in seconds, at the
-  // kernel's clock-tick resolution (usually 10 ms); 0 if none is running. What the kernel
-  // measured, so work done on another thread or in another element type counts too.
+  // CPU time (user + system) of the current process so far, all its threads, in seconds, to the
+  // nanosecond (the kernel's clock ticks, usually 10 ms, where its CPU-time clock cannot be
+  // read); 0 if none is running. What the kernel measured, so work done on another thread or in
+  // another element type counts too.
   double cpu_seconds() const;
   bool available() const;  // the binary exists
   const std::string& binary() const { return binary_; }
