@@ -24,6 +24,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "wire.hpp"
 
@@ -70,6 +71,17 @@ class LabProcess {
   bool available() const;  // the binary exists
   const std::string& binary() const { return binary_; }
 
+  // From the next start on, the lab's program runs under a tool: tool[0] is run with the rest of
+  // tool and then the program's path as its arguments (compute-sanitizer and its options), in
+  // the same sandbox; each call may take call_time_factor times as long. The tool's own output
+  // goes to the log, here `log_path`, which the grader reads afterwards (a file of its own).
+  void run_under(std::vector<std::string> tool, int call_time_factor, std::string log_path);
+  // Ends the current process as grading ends it: its requests pipe is closed and it exits by
+  // itself, within `seconds`, or is killed. Returns its exit code, or -1 when it was killed,
+  // crashed or was not running.
+  int finish(int seconds);
+  const std::string& log_path() const { return log_path_; }
+
  private:
   void start();
   void stop();
@@ -79,6 +91,8 @@ class LabProcess {
   pid_t lab_pid() const;
 
   std::string binary_, who_, log_path_, scratch_;
+  std::vector<std::string> tool_;  // run_under
+  int call_time_factor_ = 1;
   pid_t pid_ = -1;              // the grader's child: the lab process, or bubblewrap around it
   mutable pid_t lab_pid_ = -1;  // the lab process itself (found in /proc when namespaced)
   bool namespaced_ = false;     // runs in bubblewrap's namespaces
@@ -90,5 +104,18 @@ class LabProcess {
 // as speed: COURSE_SOLUTION_WORKER.
 LabProcess& lab();
 LabProcess& solution_lab();
+
+// While it lives, lab() is `stand_in` (the lab's program started another way, e.g. under
+// compute-sanitizer), so that the checks' own code calls it unchanged.
+class LabStandIn {
+ public:
+  explicit LabStandIn(LabProcess& stand_in);
+  ~LabStandIn();
+  LabStandIn(const LabStandIn&) = delete;
+  LabStandIn& operator=(const LabStandIn&) = delete;
+
+ private:
+  LabProcess* previous_;
+};
 
 }  // namespace isolation

@@ -10,6 +10,7 @@
 
 #include "course/errors.hpp"
 #include "course/lab4_cuda.hpp"
+#include "compute_sanitizer.hpp"
 #include "gpu_harness.hpp"
 
 using gpu_grading::Config;
@@ -115,6 +116,21 @@ TEST_CASE("deterministic and right for several seeds (no race)" * grading::point
   c.causal = true;
   const std::uint64_t s = grading::seed() * 1000;
   gpu_grading::check_deterministic(c, "flash_attention_forward", {s, s + 1, s + 2});
+}
+
+TEST_CASE("races: compute-sanitizer finds no race, barrier misuse or bad access" * grading::points(2, kSmallFp32)) {
+  // The check above compares outputs, and a missing barrier rarely changes them on the GPU it is
+  // graded on; compute-sanitizer sees the hazard itself (grader/gpu/compute_sanitizer.hpp). Several
+  // K/V tiles (the barrier before a tile is overwritten matters from the second on), partial
+  // last tiles, causal and not, both dtypes and two head dimensions.
+  std::vector<Config> shapes(2);
+  shapes[0].H = 2, shapes[0].Nq = shapes[0].Nk = 200, shapes[0].d = 64, shapes[0].causal = true;
+  shapes[1].Nq = 70, shapes[1].Nk = 150, shapes[1].d = 128, shapes[1].dtype = DType::bf16;
+  gpu_grading::check_under_compute_sanitizer(
+      {"flash_attention_forward", "fp32, bf16", {1, 2, 200, 64}, shapes[0].describe() + "; " + shapes[1].describe()},
+      [&] {
+        for (const Config& c : shapes) check(c);
+      });
 }
 
 TEST_CASE("inputs unchanged and scale honoured" * grading::points(2)) {

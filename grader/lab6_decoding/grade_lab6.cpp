@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "course/errors.hpp"
+#include "compute_sanitizer.hpp"
 #include "decode_wire.hpp"
 #include "gpu_harness.hpp"
 #include "lab_process.hpp"
@@ -310,6 +311,10 @@ TEST_CASE("variable KV lengths (seqlens_k), including 0 and 1" * grading::points
     for (int splits : {1, 4, 16})
       for (int nq : {1, 5}) check(decode(dtype, 6, 2, nq, 300, 64, false, splits, lens));
   check(decode(DType::fp32, 3, 2, 1, 64, 128, false, 3, {64, 0, 17}));
+  // Lengths outside [0, Nk_max] are clamped into it (the API's promise): 260 of a cache of 200
+  // reads the next batch element's keys unless clamped; -7 is an empty cache.
+  check(decode(DType::fp32, 3, 2, 2, 200, 64, false, 4, {260, -7, 150}));
+  check(decode(DType::bf16, 2, 1, 3, 200, 128, true, 3, {1 << 30, 90}));
 }
 
 TEST_CASE("causal with Nq > 1: bottom-right alignment with each batch element's length" * grading::points(3)) {
@@ -379,6 +384,20 @@ TEST_CASE("deterministic and right for several seeds (no race)" * grading::point
                     "__syncthreads, or a read of shared memory another warp is still writing)");
     gpu_grading::expect_matches(t.c, first, reference_for(t, in), t.describe(), seed);
   }
+}
+
+TEST_CASE("races: compute-sanitizer finds no race, barrier misuse or bad access" * grading::points(2, kSmallFp32)) {
+  gpu_grading::require_device();
+  // Both kernels (the splits and the merge) on small problems under compute-sanitizer
+  // (grader/gpu/compute_sanitizer.hpp): several query rows, a length that is no multiple of
+  // anything, empty splits, causal and not.
+  const std::vector<Decode> shapes = {decode(DType::fp32, 2, 2, 4, 300, 64, true, 5, {300, 37}),
+                                      decode(DType::bf16, 1, 2, 1, 150, 128, false, 64)};
+  gpu_grading::check_under_compute_sanitizer(
+      {"split_kv_forward", "fp32, bf16", {2, 2, 4, 64}, shapes[0].describe() + "; " + shapes[1].describe()},
+      [&] {
+        for (const Decode& t : shapes) check(t);
+      });
 }
 
 TEST_CASE("inputs unchanged and scale honoured" * grading::points(2)) {

@@ -43,6 +43,7 @@
 #include "reference/reference.hpp"
 #include "resident_memory.hpp"
 #if COURSE_LAB7_GPU
+#include "compute_sanitizer.hpp"
 #include "gpu_harness.hpp"  // require_device, to_doubles (grader/gpu/)
 #include "gpu_wire.hpp"
 #endif
@@ -625,10 +626,16 @@ Md head_rows(const std::vector<double>& all, int head, int rows, int d) {
   return m;
 }
 
-// flash_attention_backward<T> with `kernel` on one problem against the fp64 reference, every head
-// in its band.
+// What one run of flash_attention_backward<T> computed, with its inputs.
+struct GpuRun {
+  std::vector<LabInputs> x;                // per head
+  std::vector<std::vector<double>> grads;  // dQ, dK, dV: [B * H * rows, d] each
+  std::string about;                       // the kernel, shape and inputs, for messages
+};
+
+// flash_attention_backward<T> with `kernel` on one problem, run in the lab process.
 template <class T>
-bool check_gpu(const GpuProblem& g, std::uint64_t seed, Kernel kernel = Kernel::cuda_cores) {
+GpuRun run_gpu(const GpuProblem& g, std::uint64_t seed, Kernel kernel) {
   gpu_grading::require_device();
   const Problem p = head_problem(g);
   const DType dtype = gpu_dtype<T>();
@@ -667,16 +674,42 @@ bool check_gpu(const GpuProblem& g, std::uint64_t seed, Kernel kernel = Kernel::
   const std::size_t q_elems = std::size_t(heads) * g.Nq * g.d, k_elems = std::size_t(heads) * g.Nk * g.d;
   if (out[0].size() != q_elems || out[1].size() != k_elems || out[2].size() != k_elems)
     throw isolation::LabFailure("the lab process returned gradients of the wrong size");
+  return {std::move(x), std::move(out), about};
+}
+
+// flash_attention_backward<T> with `kernel` on one problem against the fp64 reference, every head
+// in its band.
+template <class T>
+bool check_gpu(const GpuProblem& g, std::uint64_t seed, Kernel kernel = Kernel::cuda_cores) {
+  const GpuRun run = run_gpu<T>(g, seed, kernel);
+  const Problem p = head_problem(g);
   bool ok = true;
-  for (int h = 0; h < heads; ++h) {
-    const Grads got{head_rows(out[0], h, g.Nq, g.d), head_rows(out[1], h, g.Nk, g.d), head_rows(out[2], h, g.Nk, g.d)};
-    const Grads ref = reference::attention_backward<double>(x[h].Q, x[h].K, x[h].V, x[h].dO, scale_of(p), p.causal);
-    ok &= compare_gradients<T>(got, ref, x[h], p,
-                               "flash_attention_backward, head " + std::to_string(h) + " of " + about,
+  for (int h = 0; h < g.B * g.H; ++h) {
+    const LabInputs& x = run.x[h];
+    const Grads got{head_rows(run.grads[0], h, g.Nq, g.d), head_rows(run.grads[1], h, g.Nk, g.d),
+                    head_rows(run.grads[2], h, g.Nk, g.d)};
+    const Grads ref = reference::attention_backward<double>(x.Q, x.K, x.V, x.dO, scale_of(p), p.causal);
+    ok &= compare_gradients<T>(got, ref, x, p,
+                               "flash_attention_backward, head " + std::to_string(h) + " of " + run.about,
                                kernel == Kernel::tensor_cores);
     if (!ok) break;  // one head's figures say enough
   }
   return ok;
+}
+
+// Two runs on the same inputs give the same dK and dV, bit for bit, and are right. Each K/V tile's
+// dK and dV are summed by one CTA in a fixed order, so any difference is a race (a missing
+// barrier, or a tile read while another warp still writes it). dQ is left out: it is summed
+// across CTAs with atomics, whose order changes from run to run.
+template <class T>
+void check_gpu_deterministic(const GpuProblem& g, std::uint64_t seed, Kernel kernel) {
+  const GpuRun first = run_gpu<T>(g, seed, kernel), second = run_gpu<T>(g, seed, kernel);
+  grading::expect(first.grads[1] == second.grads[1] && first.grads[2] == second.grads[2],
+                  {"flash_attention_backward dK, dV", course::dtype_name<T>(), {g.B, g.H, g.Nk, g.d},
+                   first.about, seed},
+                  "two runs on the same inputs gave different dK or dV: a race (a missing "
+                  "__syncthreads, or a read of shared memory another warp is still writing)");
+  check_gpu<T>(g, seed, kernel);
 }
 
 // Rejected arguments must throw course::BadInput (the lab process reports it as such).
@@ -697,7 +730,31 @@ bool check_gpu(const GpuProblem&, std::uint64_t, Kernel = Kernel::cuda_cores) {
   grading::skip("lab 7 part 2 (the GPU kernel) was not built: no CUDA compiler was found when the grader was configured");
   return false;
 }
+template <class T>
+void check_gpu_deterministic(const GpuProblem& g, std::uint64_t seed, Kernel kernel) {
+  check_gpu<T>(g, seed, kernel);
+}
 #endif
+
+// A few small problems under compute-sanitizer (racecheck, synccheck, memcheck): several K/V
+// tiles and query tiles, partial last tiles, causal and not. The kernel's barriers are what
+// racecheck judges: a missing one rarely changes a result on the GPU it is graded on.
+template <class T>
+void check_gpu_sanitized(Kernel kernel) {
+#if COURSE_LAB7_GPU
+  const std::vector<GpuProblem> shapes = {{1, 2, 150, 150, 64, true}, {1, 1, 70, 200, 128, false}};
+  gpu_grading::check_under_compute_sanitizer(
+      {"flash_attention_backward", course::dtype_name<T>(), {1, 2, 150, 64},
+       std::string(kernel == Kernel::tensor_cores ? "tensor cores" : "CUDA cores") +
+           ", Nq = Nk = 150 causal (d 64) and Nq 70, Nk 200 (d 128)"},
+      [&] {
+        for (const GpuProblem& g : shapes) check_gpu<T>(g, grading::seed(), kernel);
+      });
+#else
+  (void)kernel;
+  grading::skip("lab 7's GPU parts were not built: no CUDA compiler was found when the grader was configured");
+#endif
+}
 
 // N not a multiple of 64 (partial last tiles of queries and keys), a single row, several K/V
 // tiles adding into the same dQ rows; d = 64 and 128; B * H > 1.
@@ -741,6 +798,16 @@ TEST_CASE("gpu: long sequences, many K/V tiles adding into dQ (N = 1024)" * grad
   check_gpu<float>({1, 2, 1024, 1024, 64, true}, grading::seed());
   check_gpu<bf16>({1, 1, 1024, 1024, 128, false}, grading::seed());
   check_gpu<bf16>({2, 1, 777, 1024, 64, true}, grading::seed() + 1);
+}
+
+TEST_CASE("gpu: deterministic dK and dV, and right, for several seeds (no race)" * grading::points(1, kGpuFp32)) {
+  const std::uint64_t s = grading::seed() * 1000;
+  for (std::uint64_t seed : {s, s + 1})
+    check_gpu_deterministic<float>({2, 2, 700, 700, 64, true}, seed, Kernel::cuda_cores);
+}
+
+TEST_CASE("gpu: compute-sanitizer finds no race, barrier misuse or bad access" * grading::points(2, kGpuFp32)) {
+  check_gpu_sanitized<float>(Kernel::cuda_cores);
 }
 
 TEST_CASE("gpu: bad input gets a clear error" * grading::points(1, kGpuFp32)) {
@@ -797,6 +864,16 @@ TEST_CASE("tc: long sequences, every query tile through the pipeline (N = 1024 t
   check_tc<bf16>({1, 2, 1024, 1024, 128, true}, grading::seed());
   check_tc<fp16>({1, 1, 2000, 1100, 64, false}, grading::seed());
   check_tc<bf16>({2, 1, 777, 1024, 64, true}, grading::seed() + 1);
+}
+
+TEST_CASE("tc: deterministic dK and dV, and right, for several seeds (no race)" * grading::points(1, kTc)) {
+  const std::uint64_t s = grading::seed() * 1000;
+  for (std::uint64_t seed : {s, s + 1})
+    check_gpu_deterministic<bf16>({2, 2, 700, 700, 128, true}, seed, Kernel::tensor_cores);
+}
+
+TEST_CASE("tc: compute-sanitizer finds no race, barrier misuse or bad access" * grading::points(2, kTc)) {
+  check_gpu_sanitized<bf16>(Kernel::tensor_cores);
 }
 
 TEST_CASE("tc: bad input gets a clear error" * grading::points(1, kTc)) {

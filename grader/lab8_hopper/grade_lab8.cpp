@@ -17,6 +17,7 @@
 #include "attention_problem.hpp"
 #include "course/errors.hpp"
 #include "course/lab8_hopper.hpp"
+#include "compute_sanitizer.hpp"
 #include "gpu_harness.hpp"
 #include "lab_process.hpp"
 
@@ -165,6 +166,24 @@ TEST_CASE("best: deterministic and right for several seeds (no race)" * grading:
     c.causal = true;
     gpu_grading::check_deterministic(c, "flash_attention_forward[best]", {s, s + 1, s + 2});
   }
+}
+
+TEST_CASE("races: compute-sanitizer finds no race, barrier misuse or bad access" * grading::points(2, kBf16)) {
+  require_hopper();
+  // Every version on two small problems (several K/V tiles through the stages, so that every
+  // barrier's phase wraps; partial last tiles; causal and not) under compute-sanitizer
+  // (grader/gpu/compute_sanitizer.hpp).
+  std::vector<Config> shapes(2);
+  shapes[0].H = 2, shapes[0].Nq = shapes[0].Nk = 300, shapes[0].d = 64, shapes[0].causal = true;
+  shapes[0].dtype = DType::bf16;
+  shapes[1].Nq = 130, shapes[1].Nk = 520, shapes[1].d = 128, shapes[1].dtype = DType::fp16;
+  gpu_grading::check_under_compute_sanitizer(
+      {"flash_attention_forward", "bf16, fp16", {1, 2, 300, 64},
+       "every version; " + shapes[0].describe() + "; " + shapes[1].describe()},
+      [&] {
+        for (Version v : course::lab8::kAllVersions)
+          for (const Config& c : shapes) check(c, v);
+      });
 }
 
 TEST_CASE("bad input gets a clear error" * grading::points(1, kBf16)) {
