@@ -98,6 +98,18 @@ std::vector<std::string> sandbox_options(bool gpu) {
   return o;
 }
 
+// The installation that holds a tool (compute-sanitizer: TOOLKIT/bin/..., or
+// TOOLKIT/compute-sanitizer/...), to be bound into the sandbox: "" where /usr already holds it.
+std::string tool_root(const std::string& tool) {
+  char* real = realpath(tool.c_str(), nullptr);
+  if (!real) return "";
+  std::string path = real;
+  std::free(real);
+  if (path.rfind("/usr/", 0) == 0) return "";
+  for (int up = 0; up < 2; ++up) path = path.substr(0, path.rfind('/'));  // the toolkit's root
+  return path.size() > 1 ? path : "";
+}
+
 // Lets this process hold descriptors up to kExecFd (a soft limit on open files of 1024 or more;
 // async-signal-safe).
 void allow_descriptors_up_to_exec_fd() {
@@ -120,6 +132,8 @@ struct Launch {
   long memory_mb;                 // address space (CPU labs), 0: no limit
   SeccompProgram* filter;         // installed before exec (CPU labs, no sandbox), or nullptr
   char* const* sandbox_argv;      // bubblewrap ... lab_launcher, or nullptr: no namespaces
+  char* const* tool_argv;         // without namespaces: the tool and its options, then the
+                                  // program (run_under), or nullptr
   const char* launcher;           // lab_launcher (with sandbox_argv)
   char* const* envp;
 };
@@ -168,6 +182,10 @@ struct Launch {
   }
   if (sandboxed) {
     execve(l.sandbox_argv[0], l.sandbox_argv, l.envp);
+    _exit(127);
+  }
+  if (l.tool_argv) {  // a tool that runs the program (run_under), without the filter
+    execve(l.tool_argv[0], l.tool_argv, l.envp);
     _exit(127);
   }
   char* const argv[] = {const_cast<char*>(l.binary), nullptr};
@@ -296,13 +314,21 @@ void LabProcess::start() {
   // alone, which is what "on" falls back to without bubblewrap; "trace": only the lab process's
   // own filter, naming each refused call in its log; "off": neither.
   const std::string mode = env_or("COURSE_SANDBOX", "on");
-  const bool want_filter = !gpu && !sanitized && (mode == "on" || mode == "filter");
+  const bool want_filter = !gpu && !sanitized && tool_.empty() && (mode == "on" || mode == "filter");
   std::unique_ptr<SeccompProgram> filter;
   std::vector<std::string> sandbox_args;
   if (mode == "on" && sandbox_works(drop, uid)) {
     sandbox_args = sandbox_options(gpu);
     sandbox_args.insert(sandbox_args.begin(), bubblewrap());
-    sandbox_args.insert(sandbox_args.end(), {"--", launcher_in_sandbox(), want_filter ? "filter" : "no-filter"});
+    if (!tool_.empty()) {
+      // The tool's installation, read-only, where /usr does not hold it (a toolkit in /opt).
+      const std::string root = tool_root(tool_[0]);
+      if (!root.empty()) sandbox_args.insert(sandbox_args.end(), {"--ro-bind", root, root});
+      sandbox_args.insert(sandbox_args.end(), {"--", launcher_in_sandbox(), "under"});
+      sandbox_args.insert(sandbox_args.end(), tool_.begin(), tool_.end());
+    } else {
+      sandbox_args.insert(sandbox_args.end(), {"--", launcher_in_sandbox(), want_filter ? "filter" : "no-filter"});
+    }
   } else if (want_filter && SeccompProgram::supported()) {
     filter = std::make_unique<SeccompProgram>(FilterRules{false, false, /*allow_exec_fd=*/true});
   }
@@ -312,23 +338,36 @@ void LabProcess::start() {
     said_how_ = true;
     std::string how = "[grader] the lab process runs " +
                       std::string(namespaced_ ? "in bubblewrap's namespaces, " : "without namespaces, ") +
-                      (want_filter || gpu ? "under the system-call filter, " : "without the system-call filter, ") +
-                      (drop ? "as uid " + std::to_string(uid) : "as the grader's user") + "\n";
+                      ((want_filter || gpu) && tool_.empty() ? "under the system-call filter, " : "without the system-call filter, ") +
+                      (drop ? "as uid " + std::to_string(uid) : "as the grader's user") +
+                      (tool_.empty() ? std::string() : ", run by " + tool_[0]) + "\n";
     (void)!::write(log_fd, how.data(), how.size());
   }
   std::vector<char*> sandbox_argv;
   for (auto& a : sandbox_args) sandbox_argv.push_back(a.data());
   sandbox_argv.push_back(nullptr);
+  std::vector<std::string> tool_args = tool_;
+  tool_args.push_back(binary_);
+  std::vector<char*> tool_argv;
+  for (auto& a : tool_args) tool_argv.push_back(a.data());
+  tool_argv.push_back(nullptr);
   // The environment of the lab process: nothing of ours, only what its libraries need.
   std::vector<std::string> env_strings = {"PATH=/usr/bin:/bin", "LC_ALL=C", "CUDA_CACHE_DISABLE=1"};
   for (const char* keep : {"CUDA_VISIBLE_DEVICES", "COURSE_SANDBOX", "ASAN_OPTIONS", "UBSAN_OPTIONS"})
-    if (const char* v = std::getenv(keep)) env_strings.push_back(std::string(keep) + "=" + v);
+    if (const char* v = std::getenv(keep); v && !(tool_.size() && std::strcmp(keep, "COURSE_SANDBOX") == 0))
+      env_strings.push_back(std::string(keep) + "=" + v);
+  // Under a tool, the program's own copy of the filter (sandbox.cpp) is left out too: a tool's
+  // code runs inside its process (compute-sanitizer's instrumentation, valgrind's) and makes calls
+  // the filter refuses. The namespaces still hold.
+  if (!tool_.empty()) env_strings.push_back("COURSE_SANDBOX=off");
   std::vector<char*> envp;
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
 
   const Launch launch{binary_.c_str(), scratch_.c_str(), drop, uid, cpu, memory_mb, filter.get(),
-                      namespaced_ ? sandbox_argv.data() : nullptr, launcher_path().c_str(), envp.data()};
+                      namespaced_ ? sandbox_argv.data() : nullptr,
+                      !namespaced_ && !tool_.empty() ? tool_argv.data() : nullptr,
+                      launcher_path().c_str(), envp.data()};
   const pid_t pid = fork();
   if (pid < 0) throw LabFailure(std::string("cannot fork: ") + std::strerror(errno));
   if (pid == 0) become_lab_process(launch, request[0], reply[1], log_fd < 0 ? 2 : log_fd);
@@ -353,6 +392,19 @@ void LabProcess::stop() {
 }
 
 void LabProcess::restart() { stop(); }
+
+void LabProcess::run_under(std::vector<std::string> tool, int call_time_factor, std::string log_path) {
+  stop();
+  tool_ = std::move(tool);
+  // Its real path: the sandbox holds /usr but not /etc (links through /etc/alternatives).
+  if (char* real = tool_.empty() ? nullptr : realpath(tool_[0].c_str(), nullptr)) {
+    tool_[0] = real;
+    std::free(real);
+  }
+  call_time_factor_ = std::max(1, call_time_factor);
+  log_path_ = std::move(log_path);
+  said_how_ = false;
+}
 
 std::string LabProcess::log_tail() const {
   std::ifstream in(log_path_, std::ios::binary);
@@ -390,7 +442,7 @@ Reply LabProcess::call(const std::string& function, const Packet& args) {
   request.put_string(function);
   request.put_bytes(args.bytes().data(), args.bytes().size());
   if (!write_frame(to_lab_, request)) fail(function, "");
-  const int timeout_s = int(env_long("COURSE_CALL_TIMEOUT", 60));
+  const int timeout_s = int(env_long("COURSE_CALL_TIMEOUT", 60)) * call_time_factor_;
   // What a call returns is never much larger than what it was sent (outputs are at most a few
   // times the inputs), so a larger reply is refused before the grader allocates it: a lab
   // process cannot make the trusted grader hold a gigabyte.
@@ -493,8 +545,36 @@ double LabProcess::cpu_seconds() const {
   return double(user + system) / double(sysconf(_SC_CLK_TCK));
 }
 
+namespace {
+
+// COURSE_LAB_TOOL (for debugging: "compute-sanitizer --tool initcheck"): the tool and its
+// options, split at spaces, its name looked up in PATH; empty when unset or not found.
+std::vector<std::string> lab_tool() {
+  std::istringstream words(env_or("COURSE_LAB_TOOL", ""));
+  std::vector<std::string> tool;
+  for (std::string w; words >> w;) tool.push_back(w);
+  if (tool.empty() || tool[0].find('/') != std::string::npos) return tool;
+  std::istringstream path(env_or("PATH", ""));
+  for (std::string dir; std::getline(path, dir, ':');)
+    if (access((dir + "/" + tool[0]).c_str(), X_OK) == 0) {
+      tool[0] = dir + "/" + tool[0];
+      return tool;
+    }
+  return {};
+}
+
+}  // namespace
+
 LabProcess& lab() {
   static LabProcess p(env_or("COURSE_WORKER", ""), "your lab's code");
+  // Every check's calls run under COURSE_LAB_TOOL where it is set; its report goes to the lab
+  // process's log.
+  static const bool under_tool = [] {
+    std::vector<std::string> tool = lab_tool();
+    if (!tool.empty()) p.run_under(std::move(tool), 20, p.log_path());
+    return true;
+  }();
+  (void)under_tool;
   return p;
 }
 

@@ -24,6 +24,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "wire.hpp"
 
@@ -70,6 +71,13 @@ class LabProcess {
   bool available() const;  // the binary exists
   const std::string& binary() const { return binary_; }
 
+  // From the next start on, the lab's program runs under a tool: tool[0] is run with the rest of
+  // tool and then the program's path as its arguments (compute-sanitizer and its options), in
+  // the same sandbox but without the system-call filter; each call may take call_time_factor
+  // times as long. The tool's own output goes to the log, `log_path`.
+  void run_under(std::vector<std::string> tool, int call_time_factor, std::string log_path);
+  const std::string& log_path() const { return log_path_; }
+
  private:
   void start();
   void stop();
@@ -79,6 +87,8 @@ class LabProcess {
   pid_t lab_pid() const;
 
   std::string binary_, who_, log_path_, scratch_;
+  std::vector<std::string> tool_;  // run_under
+  int call_time_factor_ = 1;
   pid_t pid_ = -1;              // the grader's child: the lab process, or bubblewrap around it
   mutable pid_t lab_pid_ = -1;  // the lab process itself (found in /proc when namespaced)
   bool namespaced_ = false;     // runs in bubblewrap's namespaces
