@@ -310,6 +310,10 @@ TEST_CASE("variable KV lengths (seqlens_k), including 0 and 1" * grading::points
     for (int splits : {1, 4, 16})
       for (int nq : {1, 5}) check(decode(dtype, 6, 2, nq, 300, 64, false, splits, lens));
   check(decode(DType::fp32, 3, 2, 1, 64, 128, false, 3, {64, 0, 17}));
+  // Lengths outside [0, Nk_max] are clamped into it (the API's promise): 260 of a cache of 200
+  // reads the next batch element's keys unless clamped; -7 is an empty cache.
+  check(decode(DType::fp32, 3, 2, 2, 200, 64, false, 4, {260, -7, 150}));
+  check(decode(DType::bf16, 2, 1, 3, 200, 128, true, 3, {1 << 30, 90}));
 }
 
 TEST_CASE("causal with Nq > 1: bottom-right alignment with each batch element's length" * grading::points(3)) {
