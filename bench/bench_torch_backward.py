@@ -5,8 +5,11 @@
 
 bf16, B * N = 16k tokens, H * d = 2048, d in {64, 128}, N in {1k, 2k, 4k, 8k} (quick: 1k and
 4k), causal and not, layout [B, H, N, d]. For each backend (forced with sdpa_kernel) it times the
-forward alone and the backward alone: one forward with autograd, then out.backward(dO) repeated
-with retain_graph (the median of CUDA-event-timed calls). FLOPs as in bench_backward.cu: forward
+forward alone and the backward alone: one forward with autograd, then
+torch.autograd.grad(out, (q, k, v), dO) repeated with retain_graph (the median of
+CUDA-event-timed calls): the gradients come back as new tensors, as lab 7 returns them.
+out.backward(dO) would also add each call's gradients into q.grad, k.grad and v.grad from the
+second call on, work that lab 7 never does (about 0.14-0.18 ms a call at N = 4096). FLOPs as in bench_backward.cu: forward
 4 B H N^2 d, backward 2.5x that, halved with causal masking. Same CSV columns as bench_backward.
 """
 import argparse
@@ -69,7 +72,8 @@ def main():
                                     F.scaled_dot_product_attention(q, k, v, is_causal=causal)
                             fwd_ms, fwd_reps = measure(torch, forward, args.max_reps)
                             o = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-                            bwd_ms, bwd_reps = measure(torch, lambda: o.backward(do, retain_graph=True), args.max_reps)
+                            bwd_ms, bwd_reps = measure(
+                                torch, lambda: torch.autograd.grad(o, (q, k, v), do, retain_graph=True), args.max_reps)
                         for pass_, ms, flops, reps in (("forward", fwd_ms, fwd_flops, fwd_reps),
                                                        ("backward", bwd_ms, 2.5 * fwd_flops, bwd_reps)):
                             row = dict(base, **{"pass": pass_, "ms": f"{ms:.4f}", "tflops": f"{flops / (ms * 1e-3) / 1e12:.1f}",

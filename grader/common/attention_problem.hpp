@@ -61,6 +61,16 @@ inline std::vector<AttentionProblem> causal_unequal_lengths() {
   });
 }
 
+// Why a count of exponentials can fall short of one per score in code that computes every
+// probability: CountedFloat counts course::exp and course::exp2 of a CountedFloat only, so an
+// exponential taken on a cast (std::exp(float(s)), std::exp2 of a double) is not seen. Said first
+// in the work and streaming checks' messages of labs 3 and 7, before what else it could mean.
+inline std::string uncounted_exponentials_note() {
+  return "fewer exponentials than scores: if every probability is computed, some exponentials "
+         "were not counted; the counter sees course::exp and course::exp2 of the element type "
+         "only, never std::exp or std::exp2 of a cast to float or double, so call those";
+}
+
 // The lab's options for a problem: lab 3's AttentionOptions or lab 7's BackwardOptions.
 template <class Options>
 Options options_of(const AttentionProblem& p) {

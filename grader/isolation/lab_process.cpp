@@ -184,7 +184,7 @@ struct Launch {
     execve(l.sandbox_argv[0], l.sandbox_argv, l.envp);
     _exit(127);
   }
-  if (l.tool_argv) {  // a tool (compute-sanitizer) that runs the program: GPU labs, no filter
+  if (l.tool_argv) {  // a tool that runs the program (run_under), without the filter
     execve(l.tool_argv[0], l.tool_argv, l.envp);
     _exit(127);
   }
@@ -338,7 +338,7 @@ void LabProcess::start() {
     said_how_ = true;
     std::string how = "[grader] the lab process runs " +
                       std::string(namespaced_ ? "in bubblewrap's namespaces, " : "without namespaces, ") +
-                      (want_filter || gpu ? "under the system-call filter, " : "without the system-call filter, ") +
+                      ((want_filter || gpu) && tool_.empty() ? "under the system-call filter, " : "without the system-call filter, ") +
                       (drop ? "as uid " + std::to_string(uid) : "as the grader's user") +
                       (tool_.empty() ? std::string() : ", run by " + tool_[0]) + "\n";
     (void)!::write(log_fd, how.data(), how.size());
@@ -354,7 +354,12 @@ void LabProcess::start() {
   // The environment of the lab process: nothing of ours, only what its libraries need.
   std::vector<std::string> env_strings = {"PATH=/usr/bin:/bin", "LC_ALL=C", "CUDA_CACHE_DISABLE=1"};
   for (const char* keep : {"CUDA_VISIBLE_DEVICES", "COURSE_SANDBOX", "ASAN_OPTIONS", "UBSAN_OPTIONS"})
-    if (const char* v = std::getenv(keep)) env_strings.push_back(std::string(keep) + "=" + v);
+    if (const char* v = std::getenv(keep); v && !(tool_.size() && std::strcmp(keep, "COURSE_SANDBOX") == 0))
+      env_strings.push_back(std::string(keep) + "=" + v);
+  // Under a tool, the program's own copy of the filter (sandbox.cpp) is left out too: a tool's
+  // code runs inside its process (compute-sanitizer's instrumentation, valgrind's) and makes calls
+  // the filter refuses. The namespaces still hold.
+  if (!tool_.empty()) env_strings.push_back("COURSE_SANDBOX=off");
   std::vector<char*> envp;
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);

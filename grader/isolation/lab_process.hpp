@@ -73,8 +73,8 @@ class LabProcess {
 
   // From the next start on, the lab's program runs under a tool: tool[0] is run with the rest of
   // tool and then the program's path as its arguments (compute-sanitizer and its options), in
-  // the same sandbox; each call may take call_time_factor times as long. The tool's own output
-  // goes to the log, here `log_path`, which the grader reads afterwards (a file of its own).
+  // the same sandbox but without the system-call filter; each call may take call_time_factor
+  // times as long. The tool's own output goes to the log, `log_path`.
   void run_under(std::vector<std::string> tool, int call_time_factor, std::string log_path);
   // Ends the current process as grading ends it: its requests pipe is closed and it exits by
   // itself, within `seconds`, or is killed. Returns its exit code, or -1 when it was killed,

@@ -463,7 +463,7 @@ TEST_CASE("work: one exponential per score, 5*Nq*Nk*d multiplications (counted)"
                     fmt(n.exponentials) + " exponentials counted, outside [" + fmt(e_lower) + ", " +
                         fmt(e_upper) + "]: expected one per score, Nq Nk = " + fmt(Nq * Nk) + " (" +
                         (n.exponentials < e_lower
-                             ? "too few: some probabilities were not computed"
+                             ? grading::uncounted_exponentials_note() + "; otherwise some probabilities were not computed"
                              : "too many: probabilities or row statistics computed more than once; "
                                "P_ij = exp(S_ij - LSE_i) needs the saved LSE only") +
                         ")");
@@ -511,7 +511,8 @@ TEST_CASE("work: causal skips tiles above the diagonal (about half the work)" *
                         "entries of the tiles on or below the diagonal: " +
                         (n > tile_entries
                              ? "tiles above the diagonal must be skipped, not computed and masked"
-                             : "fewer than the scores the rows see: visible scores were skipped"));
+                             : grading::uncounted_exponentials_note() +
+                                   "; otherwise visible scores were skipped"));
     const double d = p.d, Tr = tiles(p.Nq, p.block_q), Tc = tiles(p.Nk, p.block_k);
     const double m_upper = 5 * tile_entries * d + 3 * tile_entries + 2 * (p.Nq * Tc + p.Nk * Tr) * d +
                            4 * (p.Nq + p.Nk) * d;

@@ -163,8 +163,9 @@ LabResult grade_lab(const Args& a, const ManifestEntry& m) {
     if (!a.solutions && (file_exists(prefix + ".build-failed") || !file_exists(worker))) {
       // Show what the lab is worth although it could not be built: the trusted grader lists it.
       lab = runner::list_checks(m.grader, work_dir);
-      std::string why = isolation::safe_text(read_file(prefix + ".build-failed"), 600, false);
-      while (!why.empty() && why.back() == ' ') why.pop_back();
+      // Its lines kept: the compiler's error with its context and notes (./course build_errors).
+      std::string why = isolation::safe_text(read_file(prefix + ".build-failed"), 3000, true);
+      while (!why.empty() && (why.back() == ' ' || why.back() == '\n')) why.pop_back();
       if (why.empty()) why = "the lab was not built";
       const auto starts = [&](const char* s) { return why.rfind(s, 0) == 0; };
       if (starts("not built here")) {  // the machine's doing, not the student's
@@ -174,7 +175,9 @@ LabResult grade_lab(const Args& a, const ManifestEntry& m) {
         runner::fail_all(lab, "fail", "your lab was not graded: " + why);  // nothing to build
         lab.problem = why;
       } else {
-        runner::fail_all(lab, "fail", "your lab did not build: " + why);
+        // The error once, with the lab (the scoreboard's lab line, results.json's output), not
+        // under each of its checks.
+        runner::fail_all(lab, "fail", "not run: your lab did not build (the compiler's error is shown once, with the lab)");
         lab.problem = "build failed: " + why;
       }
     } else {

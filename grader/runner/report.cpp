@@ -104,8 +104,18 @@ void print_scoreboard(const std::vector<LabResult>& labs, bool verbose, const st
   std::printf("\n%-4s %-22s %9s  %s\n", "lab", "name", "score", "status");
   std::printf("%s\n", std::string(72, '-').c_str());
   for (const auto& lab : labs) {
+    const std::string status = lab_status(lab);
     std::printf("%-4d %-22s %9s  %s\n", lab.number, lab.name.c_str(), score_text(lab).c_str(),
-                lab_status(lab).c_str());
+                first_line(status, status.size()).c_str());
+    // A status of several lines (a build failure: the compiler's error with its notes) goes on
+    // below the lab's line, indented.
+    for (std::size_t at = status.find('\n'); at != std::string::npos;) {
+      const std::size_t next = status.find('\n', at + 1);
+      std::printf("       %s\n", status.substr(at + 1, next == std::string::npos ? next : next - at - 1).c_str());
+      at = next;
+    }
+    if (!lab.problem.empty() && !lab.checks.empty() && lab.checks.front().status == "fail")
+      std::printf("     %s:\n", first_line(lab.checks.front().message).c_str());
     earned += lab.earned();
     possible += lab.possible();
     for (const auto& c : lab.checks) {
@@ -113,6 +123,8 @@ void print_scoreboard(const std::vector<LabResult>& labs, bool verbose, const st
       const bool show = c.status == "fail" || c.status == "partial" || verbose;
       if (!show) continue;
       std::string detail = verbose ? c.message : first_line(c.message);
+      // Checks that could not run for the lab's reason (it did not build) say so once, above.
+      if (!lab.problem.empty() && c.status == "fail" && c.message == lab.checks.front().message) detail.clear();
       if (verbose && c.status == "pass" && !c.figures.empty()) detail += (detail.empty() ? "" : "\n           ") + c.figures;
       std::printf("     %-5s %s [%d pt%s]%s%s\n", c.status == "pass" ? "ok" : c.status.c_str(), c.name.c_str(),
                   c.points, c.points == 1 ? "" : "s", detail.empty() ? "" : "\n           ", detail.c_str());
@@ -129,8 +141,13 @@ void write_results_json(const std::vector<LabResult>& labs, const std::string& p
   std::ostringstream out;
   double earned = 0, secs = 0;
   for (const auto& l : labs) earned += l.earned(), secs += l.seconds;
-  out << "{\n  \"score\": " << earned << ",\n  \"execution_time\": " << secs << ",\n  \"output\": \"seed "
-      << json_escape(seed) << "\",\n  \"tests\": [\n";
+  // The output shown above the tests: the seed, and why a lab could not be graded (its build
+  // error, once).
+  std::string output = "seed " + seed;
+  for (const auto& l : labs)
+    if (!l.problem.empty()) output += "\n\nlab " + std::to_string(l.number) + " (" + l.name + "): " + l.problem;
+  out << "{\n  \"score\": " << earned << ",\n  \"execution_time\": " << secs << ",\n  \"output\": \""
+      << json_escape(output) << "\",\n  \"tests\": [\n";
   bool first = true;
   for (const auto& lab : labs)
     for (const auto& c : lab.checks) {

@@ -195,10 +195,10 @@ else:
         elif lab == "2":  # the hostile submission's lab 2 is a symbolic link to the solution
             if not all("symbolic link" in o for o in outputs):
                 problems.append("lab 2 was not refused as a symbolic link: %s" % outputs[0][:300])
-        else:  # rejected: every check of lab 1 says that it was not built, and why
+        else:  # rejected: every check of lab 1 says that it was not built, the output says why
             why = "solutions/lab1_softmax/softmax.cpp"
-            if not all("did not build" in o and why in o for o in outputs):
-                problems.append("lab 1 was not rejected for including %s: %s" % (why, outputs[0][:300]))
+            if not all("did not build" in o for o in outputs) or why not in r.get("output", ""):
+                problems.append("lab 1 was not rejected for including %s: %s / %s" % (why, outputs[0][:200], r.get("output", "")[:300]))
 for p in problems[:10]:
     print("FAILED (gradescope, %s): %s" % (name, p))
 if len(problems) > 10:

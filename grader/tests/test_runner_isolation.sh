@@ -20,7 +20,7 @@ for mode in ok crash hang abort skip fail; do
   cp "$dir/grade_ok" "$dir/workers/lab${n}_worker"
 done
 printf '7\tfake_missing\tcpu\t%s\t%s\t-\n' "$dir/grade_ok" "$dir/grade_ok" >> "$dir/graders.tsv"
-echo "labs/lab7/x.cpp:3: error: expected ';'" > "$dir/workers/lab7.build-failed"
+printf "labs/lab7/x.cpp:3: error: expected ';'\n    3 | int x\n      |      ^\n" > "$dir/workers/lab7.build-failed"
 printf '8\tfake_exit\tcpu\t%s\t%s\t-\n' "$dir/grade_exit" "$dir/grade_exit" >> "$dir/graders.tsv"
 cp "$dir/grade_ok" "$dir/workers/lab8_worker"
 
@@ -44,6 +44,11 @@ grep -q 'parent failed: "misbehaving check"' "$dir/board.txt" || fail "parent fa
 grep -q '1.8x slower than the solution' "$dir/board.txt" || fail "partial credit not explained"
 grep -q '"score": 1, "max_score": 2' "$dir/out/results.json" || fail "partial credit missing from results.json"
 grep -Eq '^7 +fake_missing +0/12 +build failed: labs/lab7/x.cpp:3: error' "$dir/board.txt" || fail "a lab that did not build is not reported with its points and reason"
+# The compiler's error once, with its lines, not under each check; and in results.json's output.
+[ "$(grep -c "expected ';'" "$dir/board.txt")" = 1 ] || fail "a build error is not shown exactly once on the scoreboard"
+grep -q '^        *3 | int x$' "$dir/board.txt" || fail "a build error's following lines are not shown"
+grep -q '\\n\\nlab 7 (fake_missing): build failed: labs/lab7/x.cpp:3: error' "$dir/out/results.json" ||
+  fail "results.json's output lacks the build error"
 grep -Eq '^8 +fake_exit +2/12 +exited early \(exit code 3\) during "misbehaving check"' "$dir/board.txt" || fail "exit() in lab code not reported"
 grep -q '"status": "failed", "tags": \["lab5", "skipped"\]' "$dir/out/results.json" || fail "skipped check missing from results.json"
 grep -q '<skipped message="no CUDA device' "$dir/out/junit.xml" || fail "skipped check missing from junit.xml"

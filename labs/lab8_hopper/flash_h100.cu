@@ -88,7 +88,7 @@ using OneRoleConfig = TileConfig<kHeadDim, 128, 128, 2>;
 //   d = 128, causal: 128 keys: the diagonal tile is masked work, and a longer one wastes more.
 // Measured against 128 x 128 everywhere (bench/results/lab8-tiles_2026-12-01_nvidia-h200.md):
 // step 7 at N = 4096 is 1.14x at d = 64, 1.08x causal, 1.09x at d = 128 non-causal.
-// tools/lab8-tile-sweep measures alternatives by editing these four lines.
+// Steps 4-8 take their tiles from these four lines alone: edit them to try other shapes.
 template <int kHeadDim, bool kCausal>
 struct WarpSpecializedTiles;
 template <> struct WarpSpecializedTiles<64, false> { using type = TileConfig<64, 192, 128, 2>; };

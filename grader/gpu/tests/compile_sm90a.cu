@@ -3,8 +3,9 @@
 // count or constraint fails the build here instead of in lab 8. tools/check-sm90a-toolkit compiles
 // this file, checks that each PTX instruction appears in the PTX (and, where cuobjdump is found,
 // that the SASS has HGMMA and UTMALDG), that ptxas honoured setmaxnreg (no "(C7508) ... 'setmaxnreg'
-// ignored" line), and that no kernel spills. Nothing here runs: what the instructions *do* is for the device plan in
-// labs/lab8_hopper/DESIGN.md. The static_asserts are host-side checks of the arithmetic.
+// ignored" line), and that no kernel spills. Nothing here runs: what the instructions *do* on a GPU
+// is tested by sm90a_microtests.cu (tools/gpu-check sm90a). The static_asserts are host-side
+// checks of the arithmetic.
 #include "course/mma_sm90.cuh"
 
 namespace sm90 = course::sm90;

@@ -1,7 +1,7 @@
 // Device micro-tests of the Hopper toolkit (include/course/mma_sm90.cuh): each test runs one
-// mechanism of lab 8 in isolation on an sm_90 GPU and compares with the CPU, before any attention
-// code depends on it. Written and compiled without a GPU (nvcc 13.0); the first thing to run in a
-// device session (labs/lab8_hopper/DESIGN.md, "Device plan"):
+// mechanism of lab 8 in isolation on an sm_90 GPU and compares with the CPU, so that a mistake in
+// a wrapper, a descriptor or a protocol shows here, named, rather than as wrong attention output.
+// tools/gpu-check sm90a builds and runs them, and runs them under the sanitizers; by hand:
 //
 //   nvcc -std=c++20 -O2 -gencode=arch=compute_90a,code=sm_90a -Iinclude \
 //        grader/gpu/tests/sm90a_microtests.cu -o sm90a_microtests && ./sm90a_microtests
