@@ -12,7 +12,10 @@
 set -euo pipefail
 runner=$1 grader=$2 readme=$3
 status=0
-listed=$("$runner" list --binary "$grader")
+if ! listed=$("$runner" list --binary "$grader"); then
+  echo "$runner list --binary $grader failed: no list of checks to compare $readme with"
+  exit 1
+fi
 if [ -z "$listed" ]; then
   echo "$(basename "$grader") lists no check"
   exit 1
