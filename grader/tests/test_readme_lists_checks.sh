@@ -10,6 +10,8 @@
 # The grader's own list comes from `course_runner list` (each check's points and name).
 # Usage: SCRIPT RUNNER GRADER README
 set -euo pipefail
+# A command that fails stops the script (set -e): say which, so that a failure is never silent.
+trap 'echo "FAILED: line $LINENO of $0: \"$BASH_COMMAND\" exited $?"' ERR
 runner=$1 grader=$2 readme=$3
 status=0
 if ! listed=$("$runner" list --binary "$grader"); then
