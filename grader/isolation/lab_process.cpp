@@ -110,6 +110,9 @@ std::string tool_root(const std::string& tool) {
   return path.size() > 1 ? path : "";
 }
 
+// Drops root for `uid` (group and supplementary groups too), between fork and exec: async-signal-safe.
+bool become_user(uid_t uid) { return setgroups(0, nullptr) == 0 && setgid(uid) == 0 && setuid(uid) == 0; }
+
 // Lets this process hold descriptors up to kExecFd (a soft limit on open files of 1024 or more;
 // async-signal-safe).
 void allow_descriptors_up_to_exec_fd() {
@@ -178,7 +181,7 @@ struct Launch {
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
   if (l.drop_privileges) {
-    if (setgroups(0, nullptr) != 0 || setgid(l.uid) != 0 || setuid(l.uid) != 0) _exit(126);
+    if (!become_user(l.uid)) _exit(126);
   }
   if (sandboxed) {
     execve(l.sandbox_argv[0], l.sandbox_argv, l.envp);
@@ -243,7 +246,7 @@ bool sandbox_works(bool drop, uid_t uid) {
     allow_descriptors_up_to_exec_fd();
     const int launcher = open(launcher_path().c_str(), O_RDONLY);
     if (launcher < 0 || fcntl(launcher, F_DUPFD, kLauncherFd) != kLauncherFd) _exit(127);
-    if (drop && (setgroups(0, nullptr) != 0 || setgid(uid) != 0 || setuid(uid) != 0)) _exit(126);
+    if (drop && !become_user(uid)) _exit(126);
     execve(argv[0], argv.data(), envp);
     _exit(127);
   }

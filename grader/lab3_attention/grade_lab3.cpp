@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "attention_problem.hpp"
+#include "cpu_time_ratio.hpp"
 #include "compare.hpp"
 #include "course/counted.hpp"
 #include "course/lab3_attention.hpp"
@@ -383,20 +384,6 @@ TEST_CASE("work: causal skips tiles above the diagonal (about half the work)" *
 
 namespace {
 
-// Whether this grader (and so the lab processes built with it: ./course test --sanitize) runs
-// under AddressSanitizer. Student builds never are: they link the trusted build's objects.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kAddressSanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kAddressSanitizer = true;
-#else
-constexpr bool kAddressSanitizer = false;
-#endif
-#else
-constexpr bool kAddressSanitizer = false;
-#endif
-
 // One problem of the timed calls: its inputs in fp32, the reference O and the plain fp32
 // attention that sets its band (computed once, for every round that calls it).
 struct TimedProblem {
@@ -446,108 +433,31 @@ std::optional<double> timed_call(const TimedProblem& x) {
 
 TEST_CASE("work: causal skips tiles above the diagonal (CPU time measured)" *
           grading::points(2, kCausalFp64)) {
-  // The rule of the check above, measured by the kernel instead of CountedFloat: the CPU time
-  // of attention_forward<float> (the type the lab really runs) with the causal mask, against the
-  // same problem without it. It counts whatever the lab process does during the call, in any
-  // type and on any thread. Here T = 16 key tiles per row, so the tiles on or below the diagonal
-  // are 17/32 = 0.53 of all: a code that skips the others takes about half the time (the
-  // solution measures 0.5), one that computes and masks them about as long (1.0).
-  //
-  // Timing is noisy, so the check asks for no precision: the bound, 0.75, lies halfway between
-  // the two; and the ratio of two CPU times, not either one, is graded, so a slower machine or
-  // code changes nothing.
-  //
-  // Other work on the machine slows calls unevenly, and not only by taking turns on the core: a
-  // process on the other hardware thread of the same core, or, in a virtual machine, another
-  // machine's use of the shared cache, makes every instruction slower, CPU time up to 2x, for
-  // seconds at a time. So:
-  //   - each side of the ratio is kCalls calls of N = 1024, d = 64 on distinct inputs (nothing
-  //     one call computes serves another; K and V, 512 KiB, stay in a core's L2 cache), about a
-  //     quarter of a second in all, measured by the kernel's CPU-time clock in nanoseconds;
-  //   - the calls come in rounds, in a freshly started lab process, a causal call and a
-  //     non-causal one in turn (in alternating order), so that both sides of a round's ratio
-  //     see the same load, however it comes and goes;
-  //   - the ratio graded is the median of the rounds' ratios, which one or two disturbed rounds
-  //     do not move, with more rounds, up to kMaxRounds, while it is near the bound on either
-  //     side. Code that does not skip gains nothing from them: its rounds' ratios gather around
-  //     its own ratio, about 1.
-  // (One call of N = 2048, d = 128 each side, timed in 10 ms ticks, measured the solution's
-  // ratio anywhere from 0.33 to 1.04 on an idle 2-core virtual machine whose host shares its
-  // cores: with the calls apart, each side saw a different load.)
-  if (kAddressSanitizer)
-    grading::skip("not timed under AddressSanitizer: its checks take most of the CPU time (each "
-                  "call 30 times as long as in a Release build), which then measures them, not "
-                  "the code, and would take minutes; the Release build grades this");
+  // The rule of the check above, measured by the kernel instead of CountedFloat
+  // (grader/common/cpu_time_ratio.hpp): the CPU time of attention_forward<float> with the causal
+  // mask against the same shape without it, six calls a side in a round. At N = 1024, d = 64
+  // (K and V, 512 KiB, stay in L2) there are T = 16 key tiles per row, so the tiles on or below
+  // the diagonal are 17/32 = 0.53 of all: a code that skips the others takes about half the time
+  // (the solution measures 0.46 to 0.62 a round), one that computes and masks them about as long.
+  grading::skip_under_address_sanitizer();
   const Problem full{1024, 1024, 64, 64, 64};
   Problem masked = full;
   masked.causal = true;
   const double tiles = full.Nk / full.block_k;  // key tiles per row, all full
-  const double tile_fraction = (tiles + 1) / (2 * tiles);  // on or below the diagonal
-  constexpr double kBound = 0.75;
-  constexpr int kCalls = 6, kMinRounds = 3, kMaxRounds = 9;
-
+  constexpr int kCalls = 6;
   std::vector<TimedProblem> masked_calls, full_calls;
   for (int i = 0; i < kCalls; ++i) {
     masked_calls.push_back(timed_problem(masked, "cpu time, causal " + std::to_string(i)));
     full_calls.push_back(timed_problem(full, "cpu time, not causal " + std::to_string(i)));
   }
-  const Case full_case{"attention_forward", "fp32", {full.Nq, full.d},
-                       describe(full, grading::seed())};
-
-  struct Round {
-    double masked, full;
-  };
-  std::vector<Round> rounds;
-  auto median_ratio = [&] {
-    std::vector<double> r;
-    for (const Round& x : rounds) r.push_back(x.masked / x.full);
-    std::sort(r.begin(), r.end());
-    const std::size_t n = r.size();
-    return n % 2 ? r[n / 2] : (r[n / 2 - 1] + r[n / 2]) / 2;
-  };
-  auto in_doubt = [&] {
-    const double m = median_ratio();
-    return m > 0.62 && m < 0.9;
-  };
-  while (int(rounds.size()) < kMinRounds ||
-         (int(rounds.size()) < kMaxRounds && in_doubt())) {
-    Round round{};
-    fresh_lab_process(full.d);
-    for (int i = 0; i < kCalls; ++i) {
-      const bool masked_first = (int(rounds.size()) + i) % 2 == 0;
-      for (const bool causal_call : {masked_first, !masked_first}) {
-        const auto t = timed_call(causal_call ? masked_calls[i] : full_calls[i]);
-        if (!t) return;  // a wrong output: its message says why
-        (causal_call ? round.masked : round.full) += *t;
-      }
-    }
-    // Non-causal calls that registered next to no CPU time (a reading that failed, say) are no
-    // yardstick: the check fails rather than pass on a ratio of nothing.
-    if (!grading::expect(round.full > 0.02, full_case,
-                         "the non-causal calls took " + fmt(round.full) +
-                             " s of CPU time in the lab process, too little to measure the "
-                             "causal ones against"))
-      return;
-    rounds.push_back(round);
-  }
-  const double ratio = median_ratio();
-  std::string each;
-  for (const Round& x : rounds)
-    each += (each.empty() ? "" : ", ") + fmt(x.masked) + "/" + fmt(x.full);
-  const std::string measured =
-      "causal/non-causal CPU time ratio " + fmt(ratio) + " (the median of " +
-      std::to_string(rounds.size()) + " rounds of " + std::to_string(kCalls) +
-      " calls each side, causal s/non-causal s: " + each +
-      "; user + system time of all the lab process's threads during the calls, as the kernel "
-      "measured it)";
-  const Case masked_case{"attention_forward", "fp32", {masked.Nq, masked.d},
-                         describe(masked, grading::seed())};
-  if (grading::expect(ratio <= kBound, masked_case,
-                      measured + " exceeds " + fmt(kBound) +
-                          ": with the mask, tiles above the diagonal must be skipped, not computed "
-                          "and masked, whatever the element type and on whichever thread (skipping "
-                          "them takes about " + fmt(tile_fraction) + " of the time here)"))
-    grading::award_fraction(1.0, measured + ", within the bound " + fmt(kBound));  // for --verbose
+  const auto ratio = grading::measure_cpu_time_ratio(
+      kCalls, {"attention_forward", "fp32", {full.Nq, full.d}, describe(full, grading::seed())},
+      [&] { fresh_lab_process(full.d); },
+      [&](bool causal, int i) { return timed_call(causal ? masked_calls[i] : full_calls[i]); });
+  if (ratio)
+    grading::expect_causal_cpu_time(*ratio, {"attention_forward", "fp32", {masked.Nq, masked.d},
+                                             describe(masked, grading::seed())},
+                                    (tiles + 1) / (2 * tiles));
 }
 
 TEST_CASE("streaming: keys in tiles of block_k, each tile rescales (exponentials counted)" *

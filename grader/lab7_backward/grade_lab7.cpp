@@ -35,6 +35,7 @@
 
 #include "attention_problem.hpp"
 #include "compare.hpp"
+#include "cpu_time_ratio.hpp"
 #include "course/counted.hpp"
 #include "course/lab7_backward.hpp"
 #include "heap_meter.hpp"
@@ -573,6 +574,90 @@ TEST_CASE("errors: bad input throws course::BadInput" * grading::points(1, kFp64
   no_key(0) = -inf;
   CHECK_NOTHROW(backward(Q, K, V, O, dO, no_key, ok));
   CHECK_NOTHROW(backward(Q, K, V, O, dO, lse, ok));
+}
+
+// --- Work: the causal rule measured by the kernel --------------------------------------------------
+
+namespace {
+
+// One problem of the timed calls: the lab's inputs in fp32, the fp64 gradients and the band of
+// each (computed once, for every round that calls it).
+struct TimedBackward {
+  Problem p;
+  LabInputs x;
+  Grads ref;
+  grading::Tolerance dq_band, dk_band, dv_band;
+};
+
+TimedBackward timed_backward(const Problem& p, const std::string& label) {
+  TimedBackward t{p, lab_inputs<float>(p, grading::seed(), label), {}, {}, {}, {}};
+  const LabInputs& x = t.x;
+  t.ref = reference::attention_backward<double>(x.Q, x.K, x.V, x.dO, scale_of(p), p.causal);
+  const Grads plain = reference::plain_attention_backward<float>(x.Q, x.K, x.V, x.O, x.dO, x.lse,
+                                                                 scale_of(p), p.causal);
+  const Sensitivity s = score_rounding_sensitivity(x, p);
+  auto band = [&](const Md& r, const Md& plain_g, double sensitivity) {
+    return grading::with_gradient_score_rounding(
+        grading::band_against_plain(Quantity::gradient, "fp32", r, plain_g), "fp32", sensitivity, p.d);
+  };
+  t.dq_band = band(t.ref.dQ, plain.dQ, s.dQ);
+  t.dk_band = band(t.ref.dK, plain.dK, s.dK);
+  t.dv_band = band(t.ref.dV, plain.dV, s.dV);
+  return t;
+}
+
+// The CPU time, in seconds, that the kernel charged to the lab process for one call of
+// attention_backward<float> on t, all its threads; nullopt when a gradient is out of its band
+// (the check has failed), so that the time belongs to a correct computation.
+std::optional<double> timed_backward_call(const TimedBackward& t) {
+  const double before = isolation::lab().cpu_seconds();
+  const Grads got = run_lab<float>(t.x, t.p);
+  const double after = isolation::lab().cpu_seconds();
+  const std::string inputs = describe(t.p, grading::seed()) + ", timed";
+  const grading::Shape shape{t.p.Nq, t.p.d}, key_shape{t.p.Nk, t.p.d};
+  const bool ok =
+      grading::expect_close_within({"attention_backward dQ", "fp32", shape, inputs}, got.dQ, t.ref.dQ, t.dq_band) &&
+      grading::expect_close_within({"attention_backward dK", "fp32", key_shape, inputs}, got.dK, t.ref.dK, t.dk_band) &&
+      grading::expect_close_within({"attention_backward dV", "fp32", key_shape, inputs}, got.dV, t.ref.dV, t.dv_band);
+  if (!ok) return std::nullopt;
+  return after - before;
+}
+
+}  // namespace
+
+TEST_CASE("work: causal skips tiles above the diagonal (CPU time measured)" *
+          grading::points(2, kCausalFp64)) {
+  // The rule of the check above, measured by the kernel instead of CountedFloat
+  // (grader/common/cpu_time_ratio.hpp): the CPU time of attention_backward<float>, the type the
+  // lab really runs, with the causal mask against the same shape without it, four calls a side
+  // in a round, each in a fresh lab process. At N = 512, d = 64 with tiles of 32 there are
+  // T = 16 key tiles per query tile, so the tiles on or below the diagonal are 17/32 = 0.53 of
+  // all: a code that skips the others takes about half the time, one that computes and masks
+  // them (or skips them only when counted) about as long as without the mask.
+  grading::skip_under_address_sanitizer();
+  const Problem full{512, 512, 64, 32, 32};
+  Problem masked = full;
+  masked.causal = true;
+  const double tiles = full.Nk / full.block_k;
+  constexpr int kCalls = 4;
+  std::vector<TimedBackward> masked_calls, full_calls;
+  for (int i = 0; i < kCalls; ++i) {
+    masked_calls.push_back(timed_backward(masked, "cpu time, causal " + std::to_string(i)));
+    full_calls.push_back(timed_backward(full, "cpu time, not causal " + std::to_string(i)));
+  }
+  const auto ratio = grading::measure_cpu_time_ratio(
+      kCalls, {"attention_backward", "fp32", {full.Nq, full.d}, describe(full, grading::seed())},
+      [&] {
+        // A fresh lab process, warmed by a small call (its start is not charged to the round).
+        isolation::lab().restart();
+        (void)run_lab<float>(lab_inputs<float>({8, 8, full.d, 8, 8}, grading::seed(), "warm up"),
+                             {8, 8, full.d, 8, 8});
+      },
+      [&](bool causal, int i) { return timed_backward_call(causal ? masked_calls[i] : full_calls[i]); });
+  if (ratio)
+    grading::expect_causal_cpu_time(*ratio, {"attention_backward", "fp32", {masked.Nq, masked.d},
+                                             describe(masked, grading::seed())},
+                                    (tiles + 1) / (2 * tiles));
 }
 
 // --- Part 2: flash_attention_backward on the GPU -------------------------------------------------

