@@ -327,6 +327,8 @@ void LabProcess::start() {
       // The tool's installation, read-only, where /usr does not hold it (a toolkit in /opt).
       const std::string root = tool_root(tool_[0]);
       if (!root.empty()) sandbox_args.insert(sandbox_args.end(), {"--ro-bind", root, root});
+      // The lab's program, where the tool can name it: bound from its descriptor, read-only.
+      sandbox_args.insert(sandbox_args.end(), {"--ro-bind-fd", std::to_string(kExecFd), "/tmp/lab"});
       sandbox_args.insert(sandbox_args.end(), {"--", launcher_in_sandbox(), "under"});
       sandbox_args.insert(sandbox_args.end(), tool_.begin(), tool_.end());
     } else {

@@ -9,14 +9,17 @@
 // lowers the limit on open files below kExecFd, installs the system-call filter for this
 // process's own pid in its namespace ("filter": the CPU labs), and runs the lab's program
 // through kExecFd: the filter is in force from that program's first instruction, as when the
-// grader launches it without a sandbox. "under" (GPU labs, no filter) copies the program into
-// the sandbox's own /tmp and runs TOOL ARGS... /tmp/lab: a tool runs its target by path, and
-// the program's path outside the sandbox is not there.
+// grader launches it without a sandbox. "under" (no filter) runs TOOL ARGS... /tmp/lab: a tool
+// runs its target by path, and the program's path outside the sandbox is not there, so the
+// grader has bubblewrap bind the program (its descriptor) read-only at /tmp/lab. (A copy would
+// not do: the lab's limit on file size, which bounds its log, is smaller than a GPU lab's
+// program.) Every failure says why on standard error, which is the lab's log.
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <vector>
 
@@ -26,21 +29,11 @@ extern char** environ;
 
 namespace {
 
-// The program at kExecFd copied to `path`, executable by its owner only; false on any failure.
-bool copy_program(const char* path) {
-  const int out = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0700);
-  if (out < 0) return false;
-  char buffer[1 << 16];
-  bool ok = lseek(isolation::kExecFd, 0, SEEK_SET) == 0;
-  for (ssize_t n; ok && (n = read(isolation::kExecFd, buffer, sizeof buffer)) != 0;) {
-    ok = n > 0;
-    for (ssize_t done = 0; ok && done < n;) {
-      const ssize_t w = write(out, buffer + done, std::size_t(n - done));
-      ok = w > 0;
-      done += ok ? w : 0;
-    }
-  }
-  return close(out) == 0 && ok;
+// "lab_launcher: WHAT: <errno's text>" on standard error (the lab's log), then exit code 127.
+int fail(const char* what) {
+  const char* why = std::strerror(errno);
+  for (const char* part : {"lab_launcher: ", what, ": ", why, "\n"}) (void)!write(2, part, std::strlen(part));
+  return 127;
 }
 
 }  // namespace
@@ -49,25 +42,23 @@ int main(int argc, char** argv) {
   using isolation::kExecFd;
   if (argc == 2 && std::strcmp(argv[1], "probe") == 0) return 0;
   if (argc >= 3 && std::strcmp(argv[1], "under") == 0) {
-    for (int fd = 5; fd < kExecFd; ++fd) close(fd);
-    for (int fd = kExecFd + 1; fd < 4096; ++fd) close(fd);
+    for (int fd = 5; fd < 4096; ++fd) close(fd);
     static char program[] = "/tmp/lab";
-    if (!copy_program(program)) return 127;
-    close(kExecFd);
+    if (access(program, X_OK) != 0) return fail("the lab's program is not at /tmp/lab");
     std::vector<char*> tool_argv(argv + 2, argv + argc);
     tool_argv.push_back(program);
     tool_argv.push_back(nullptr);
     execve(tool_argv[0], tool_argv.data(), environ);
-    return 127;
+    return fail(argv[2]);
   }
   if (argc != 2 || (std::strcmp(argv[1], "filter") != 0 && std::strcmp(argv[1], "no-filter") != 0))
     return 127;
   // Only standard input, the log (stdout, stderr), the request and the reply pipes stay open.
   for (int fd = 5; fd < kExecFd; ++fd) close(fd);
   for (int fd = kExecFd + 1; fd < 4096; ++fd) close(fd);
-  if (fcntl(kExecFd, F_SETFD, FD_CLOEXEC) != 0) return 127;  // the lab never holds it
+  if (fcntl(kExecFd, F_SETFD, FD_CLOEXEC) != 0) return fail("the lab's program is not open");  // the lab never holds it
   const rlimit files{256, 256};
-  if (setrlimit(RLIMIT_NOFILE, &files) != 0) return 127;
+  if (setrlimit(RLIMIT_NOFILE, &files) != 0) return fail("cannot lower the limit on open files");
   char name[] = "lab";
   char* const lab_argv[] = {name, nullptr};
   if (std::strcmp(argv[1], "filter") == 0) {
@@ -77,5 +68,5 @@ int main(int argc, char** argv) {
     filter.install();
   }
   syscall(SYS_execveat, kExecFd, "", lab_argv, environ, AT_EMPTY_PATH);
-  return 127;
+  return fail("cannot run the lab's program");
 }
