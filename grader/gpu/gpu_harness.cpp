@@ -518,43 +518,19 @@ double fraction_against_solution(int d, std::string& note) {
     note += config_label(c) + timing(c, "yours", student) + ", " + timing(c, "solution", solution) + ratio;
     worst = std::max(worst, student / solution);
   }
-  note += "full points within 1.2x of the solution, none at 3x";
-  // A time ratio: lower is better, so it is linear in its negative.
-  return speed_fraction(-worst, -3.0, -1.2);
+  char rule[80];
+  std::snprintf(rule, sizeof rule, "full points within %.1fx of the solution, none at %.0fx", kSolutionFullWithin,
+                kSolutionNoneAt);
+  note += rule;
+  return fraction_of_solution_time(worst);
 }
 
 }  // namespace
 
 void award_speed_against_solution(int d) {
-  std::string note;
+  std::string note = "timed on the " + device_name() + ": ";
   const double fraction = fraction_against_solution(d, note);
   grading::award_fraction(fraction, note);
-}
-
-void award_speed_against_cudnn(int d) {
-  const std::string gpu = device_name();
-  for (bool causal : {false, true})
-    if (!recorded_cudnn_tflops(gpu, speed_config(d, causal))) {
-      std::string note = "no recorded cuDNN figure for the " + gpu + ", so graded against the solution in this run: ";
-      const double fraction = fraction_against_solution(d, note);
-      grading::award_fraction(fraction, note);
-      return;
-    }
-  std::string note;
-  double worst = INFINITY;  // the student's TFLOP/s over cuDNN's
-  for (bool causal : {false, true}) {
-    const SpeedConfig c = speed_config(d, causal);
-    const double ms = time_in_lab(c, /*solution=*/false);
-    const double cudnn = *recorded_cudnn_tflops(gpu, c);
-    const double ratio = c.flops() / ms / 1e9 / cudnn;
-    char buf[128];
-    std::snprintf(buf, sizeof buf, ", %.2fx cuDNN's %.0f TFLOP/s recorded on the %s; ", ratio, cudnn, gpu.c_str());
-    note += config_label(c) + timing(c, "yours", ms) + buf;
-    worst = std::min(worst, ratio);
-  }
-  char rule[96];
-  std::snprintf(rule, sizeof rule, "full points at %.1fx cuDNN, none at %.1fx", kCudnnFullAt, kCudnnNoneAt);
-  grading::award_fraction(speed_fraction(worst, kCudnnNoneAt, kCudnnFullAt), note + rule);
 }
 
 }  // namespace gpu_grading

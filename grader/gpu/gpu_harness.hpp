@@ -123,14 +123,10 @@ double time_in_lab(const SpeedConfig& c, bool solution);
 // The name of device 0 as CUDA reports it (cudaDeviceProp::name), e.g. "NVIDIA H200".
 std::string device_name();
 
-// Lab 5's speed rule, for head dimension d (causal and not, the worse counts): the student's time
-// over the solution's, both timed in this run, one after the other. Full points within 1.2x,
-// none at 3x, linear between; the note gives both times and TFLOP/s.
+// The speed rule of labs 5 and 8, for head dimension d (causal and not, the worse counts): the
+// student's time over the solution's, both timed in this run on this GPU, one after the other.
+// Full points within 1.2x, none at 3x, linear between (speed_rules.hpp); the note gives both
+// times and TFLOP/s.
 void award_speed_against_solution(int d);
-
-// Lab 8's speed rule, for head dimension d (causal and not, the worse counts): the student's
-// TFLOP/s over cuDNN's recorded on this GPU model (speed_rules.hpp): full points at 0.8x, none at
-// 0.4x. On a GPU with no recorded figure, lab 5's rule against the solution, and the note says so.
-void award_speed_against_cudnn(int d);
 
 }  // namespace gpu_grading

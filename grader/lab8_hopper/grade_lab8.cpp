@@ -5,8 +5,9 @@
 // for the shipped version and for every step of the staircase, in bf16 and fp16, d = 64 and 128,
 // causal and not, lengths that cross the 128-row and 128-key tiles by one, Nq != Nk with rows
 // that see no key. Every check skips, saying why, without a GPU or on a GPU that is not sm_90.
-// Speed points against cuDNN's TFLOP/s recorded on the same GPU model (grader/gpu/speed_rules.hpp:
-// full points at 0.8x, none at 0.4x; lab 5's rule against the solution where none is recorded).
+// Speed points as lab 5's: the student's time against the solution's, timed in the same run on the
+// same GPU (grader/gpu/speed_rules.hpp: full points within 1.2x, none at 3x; on the H200 the
+// solution runs at 0.93-1.04x cuDNN, so full points mean about 0.8x cuDNN or better).
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -199,12 +200,12 @@ TEST_CASE("bad input gets a clear error" * grading::points(1, kBf16)) {
 }
 
 // bf16, N = 4096, B * N = 16k tokens, H * d = 2048, causal and not (the worse counts).
-TEST_CASE("speed: d=64 at 0.8x cuDNN" * grading::points(4, kBf16)) {
+TEST_CASE("speed: d=64 within 1.2x of the solution" * grading::points(4, kBf16)) {
   require_hopper();
-  gpu_grading::award_speed_against_cudnn(64);
+  gpu_grading::award_speed_against_solution(64);
 }
 
-TEST_CASE("speed: d=128 at 0.8x cuDNN" * grading::points(4, kBf16)) {
+TEST_CASE("speed: d=128 within 1.2x of the solution" * grading::points(4, kBf16)) {
   require_hopper();
-  gpu_grading::award_speed_against_cudnn(128);
+  gpu_grading::award_speed_against_solution(128);
 }
