@@ -63,6 +63,12 @@ std::string one_line(std::string s) {
   return out;
 }
 
+// Failures of the current check, counted by the listener below.
+int& failure_count() {
+  static int count = 0;
+  return count;
+}
+
 // Writes one line per event to the descriptor COURSE_RESULTS_FD (a pipe the runner reads; see
 // grader/runner/). Only this process holds it: the lab's code runs elsewhere.
 class ResultsListener : public doctest::IReporter {
@@ -82,6 +88,7 @@ class ResultsListener : public doctest::IReporter {
   void test_case_start(const doctest::TestCaseData& tc) override {
     messages_.clear();
     skipped_.clear();
+    failure_count() = 0;
     current_award() = Award{};
     current_skip() = Skip{};
     closest() = Closest{};
@@ -139,6 +146,7 @@ class ResultsListener : public doctest::IReporter {
 
  private:
   void add(const std::string& m) {
+    ++failure_count();
     // Keep the first few failures: the first one is usually the cause.
     if (count_lines(messages_) < 4) messages_ += (messages_.empty() ? "" : "\n") + m;
   }
@@ -212,6 +220,8 @@ bool expect_within(const Case& c, const ErrorStats& stats, const Tolerance& tol)
   }
   return ok;
 }
+
+int failures_in_this_check() { return failure_count(); }
 
 bool expect(bool ok, const Case& c, const std::string& message) {
   if (!ok) FAIL_CHECK(c.describe() << ": " << message);

@@ -52,4 +52,7 @@ bool expect_within(const Case& c, const ErrorStats& stats, const Tolerance& tol)
 // Fails the current check with `message` (prefixed by the case) unless ok. Returns ok.
 bool expect(bool ok, const Case& c, const std::string& message);
 
+// How many failures the current check has recorded so far (assertions, expect, FAIL_CHECK).
+int failures_in_this_check();
+
 }  // namespace grading
