@@ -317,7 +317,9 @@ void LabProcess::start() {
   // alone, which is what "on" falls back to without bubblewrap; "trace": only the lab process's
   // own filter, naming each refused call in its log; "off": neither.
   const std::string mode = env_or("COURSE_SANDBOX", "on");
-  const bool want_filter = !gpu && !sanitized && tool_.empty() && (mode == "on" || mode == "filter");
+  // The filter is installed before the lab's program runs, for CPU and GPU labs alike (GPU labs
+  // get the rules the CUDA driver can live with: FilterRules::gpu).
+  const bool want_filter = !sanitized && tool_.empty() && (mode == "on" || mode == "filter");
   std::unique_ptr<SeccompProgram> filter;
   std::vector<std::string> sandbox_args;
   if (mode == "on" && sandbox_works(drop, uid)) {
@@ -332,10 +334,11 @@ void LabProcess::start() {
       sandbox_args.insert(sandbox_args.end(), {"--", launcher_in_sandbox(), "under"});
       sandbox_args.insert(sandbox_args.end(), tool_.begin(), tool_.end());
     } else {
-      sandbox_args.insert(sandbox_args.end(), {"--", launcher_in_sandbox(), want_filter ? "filter" : "no-filter"});
+      sandbox_args.insert(sandbox_args.end(), {"--", launcher_in_sandbox(),
+                                               !want_filter ? "no-filter" : gpu ? "gpu-filter" : "filter"});
     }
   } else if (want_filter && SeccompProgram::supported()) {
-    filter = std::make_unique<SeccompProgram>(FilterRules{false, false, /*allow_exec_fd=*/true});
+    filter = std::make_unique<SeccompProgram>(FilterRules{gpu, false, /*allow_exec_fd=*/true});
   }
   namespaced_ = !sandbox_args.empty();
   lab_pid_ = -1;
@@ -343,7 +346,7 @@ void LabProcess::start() {
     said_how_ = true;
     std::string how = "[grader] the lab process runs " +
                       std::string(namespaced_ ? "in bubblewrap's namespaces, " : "without namespaces, ") +
-                      ((want_filter || gpu) && tool_.empty() ? "under the system-call filter, " : "without the system-call filter, ") +
+                      (want_filter ? "under the system-call filter, " : "without the system-call filter, ") +
                       (drop ? "as uid " + std::to_string(uid) : "as the grader's user") +
                       (tool_.empty() ? std::string() : ", run by " + tool_[0]) + "\n";
     (void)!::write(log_fd, how.data(), how.size());

@@ -1,13 +1,14 @@
 // lab_launcher: the first program inside the sandbox (bubblewrap's namespaces, lab_process.cpp).
 // Trusted code that runs between the sandbox's set-up and the lab's program:
 //
-//   lab_launcher filter|no-filter      (the lab's program open at descriptor kExecFd)
+//   lab_launcher filter|gpu-filter|no-filter  (the lab's program open at descriptor kExecFd)
 //   lab_launcher under TOOL [ARGS...]  (the same, run by a tool: compute-sanitizer)
 //   lab_launcher probe                 (exits 0: the grader's check that the sandbox starts)
 //
 // It closes every descriptor the sandbox may have left open beyond the lab's four and kExecFd,
 // lowers the limit on open files below kExecFd, installs the system-call filter for this
-// process's own pid in its namespace ("filter": the CPU labs), and runs the lab's program
+// process's own pid in its namespace ("filter": the CPU labs' rules; "gpu-filter": the GPU labs',
+// which leave the CUDA driver its file writes), and runs the lab's program
 // through kExecFd: the filter is in force from that program's first instruction, as when the
 // grader launches it without a sandbox. "under" (no filter) runs TOOL ARGS... /tmp/lab: a tool
 // runs its target by path, and the program's path outside the sandbox is not there, so the
@@ -51,8 +52,12 @@ int main(int argc, char** argv) {
     execve(tool_argv[0], tool_argv.data(), environ);
     return fail(argv[2]);
   }
-  if (argc != 2 || (std::strcmp(argv[1], "filter") != 0 && std::strcmp(argv[1], "no-filter") != 0))
-    return 127;
+  const bool cpu_filter = argc == 2 && std::strcmp(argv[1], "filter") == 0;
+  const bool gpu_filter = argc == 2 && std::strcmp(argv[1], "gpu-filter") == 0;
+  if (argc != 2 || (!cpu_filter && !gpu_filter && std::strcmp(argv[1], "no-filter") != 0)) {
+    errno = EINVAL;
+    return fail("usage: lab_launcher filter|gpu-filter|no-filter|under TOOL...|probe");
+  }
   // Only standard input, the log (stdout, stderr), the request and the reply pipes stay open.
   for (int fd = 5; fd < kExecFd; ++fd) close(fd);
   for (int fd = kExecFd + 1; fd < 4096; ++fd) close(fd);
@@ -61,8 +66,8 @@ int main(int argc, char** argv) {
   if (setrlimit(RLIMIT_NOFILE, &files) != 0) return fail("cannot lower the limit on open files");
   char name[] = "lab";
   char* const lab_argv[] = {name, nullptr};
-  if (std::strcmp(argv[1], "filter") == 0) {
-    isolation::SeccompProgram filter(isolation::FilterRules{false, false, /*allow_exec_fd=*/true});
+  if (cpu_filter || gpu_filter) {
+    isolation::SeccompProgram filter(isolation::FilterRules{gpu_filter, false, /*allow_exec_fd=*/true});
     filter.set_self(getpid());
     // A kernel without seccomp: the lab process's own copy (sandbox.cpp) warns in its log.
     filter.install();

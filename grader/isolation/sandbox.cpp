@@ -1,8 +1,8 @@
 // The lab process's system-call filter (seccomp_filter.hpp), installed by the lab process itself
-// from .preinit_array: before every constructor of the executable and before main. In CPU labs
-// the grader has already installed the same filter before the program's first instruction
-// (lab_process.cpp); this second copy is the only one in GPU labs, where the CUDA driver's start
-// has not been run under a filter installed before exec, and under COURSE_SANDBOX=trace.
+// from .preinit_array: before every constructor of the executable and before main. The grader
+// (or its launcher in the sandbox) has already installed the same filter before the program's
+// first instruction (lab_process.cpp, launcher_main.cpp); this second, stacked copy is the only
+// one under COURSE_SANDBOX=trace, where it names each refused call (a tool runs with neither).
 #include <signal.h>
 #include <ucontext.h>
 #include <sys/prctl.h>

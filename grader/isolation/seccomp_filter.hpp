@@ -1,11 +1,12 @@
 // The lab process's system-call filter (seccomp BPF), built in one place for the two sides that
 // install it:
-//   - the trusted grader, in the child it forks, just before it runs the lab's program (CPU labs:
-//     lab_process.cpp). The filter is then in force from the program's first instruction: the
+//   - the trusted grader, in the child it forks, or its launcher inside the sandbox, just before
+//     it runs the lab's program (lab_process.cpp, launcher_main.cpp; CPU and GPU labs, each with
+//     its rules). The filter is then in force from the program's first instruction: the
 //     dynamic loader, IFUNC resolvers, .preinit_array, constructors and weak overrides of the
 //     lab's code all run inside it, and so does every thread;
-//   - the lab process itself, from .preinit_array (sandbox.cpp): GPU labs, and a second, stacked
-//     copy in CPU labs (the kernel applies every filter installed).
+//   - the lab process itself, from .preinit_array (sandbox.cpp): a second, stacked copy (the
+//     kernel applies every filter installed), the only one under COURSE_SANDBOX=trace.
 // What it refuses:
 //   - making processes or running programs: fork, vfork, clone without CLONE_THREAD, execve (the
 //     grader's one exec of the lab's program is allowed through a descriptor number the program can
