@@ -36,8 +36,11 @@ struct DecodeOptions {
   int num_splits = 0;
   // Device memory for the partial results of the splits, at least
   // split_kv_workspace_bytes(shape, num_splits) bytes, 16-byte aligned. The caller owns it
-  // (allocated once, reused by every decoding step): the library never allocates, so a call
-  // never synchronises and its addresses stay fixed (which CUDA graphs need).
+  // (allocated once, reused by every decoding step): the library never allocates, so it holds
+  // no memory pool of its own, a call never waits for a cudaMalloc, and the memory a call uses
+  // is known before it runs. CUDA graphs do not need this (a cudaMallocAsync captured in a
+  // graph keeps its address across replays); FlashAttention-2 and 3 allocate this workspace
+  // inside the call, with torch::empty.
   void* workspace = nullptr;
   std::size_t workspace_bytes = 0;
   cudaStream_t stream = nullptr;

@@ -271,9 +271,12 @@ void check_shape(const DecodeShape& shape, const char* function) {
 // The split heuristic (given). Kernel 1 runs B * H * S CTAs; the GPU holds `slots` of them at
 // once (multiprocessors x CTAs per multiprocessor). The last wave is what wastes time: with
 // waves = B H S / slots, a fraction waves / ceil(waves) of the GPU is busy on average. Take the
-// smallest S whose fraction is within 85% of the best one (FlashAttention-2's rule for its
-// decoding path), with at least 256 keys per split (fewer make the merge and the launch the
-// larger cost) and at most 128 splits.
+// smallest S whose fraction is within 85% of the best one, with at least 256 keys per split
+// (fewer make the merge and the launch the larger cost) and at most 128 splits. Adapted from
+// FlashAttention-2's num_splits_heuristic, which differs in three ways (lecture 6): it returns
+// 1 split outright when the grid without splitting already fills 80% of its slots, it counts
+// its slots as 2 CTAs per multiprocessor, and it skips split counts that leave the number of
+// key blocks per split unchanged.
 int choose_num_splits(const DecodeShape& shape, DType dtype, int sm_count) {
   check_shape(shape, "choose_num_splits");
   constexpr int kMaxSplits = 128;
