@@ -32,8 +32,16 @@
 // For fp64 the solution_vs_ref row *is* "blockwise fp64 vs one-shot fp64".
 // Inputs are N(0, 1) from reference::Rng (seeded, per head and shape); the logit scale
 // multiplies Q (before rounding), so scores have standard deviation ~ logit_scale. The
-// fa3_outliers study draws Q, K, V as in the FlashAttention-3 paper's error study (Shah et al.
-// 2024, section 4.3): N(0, 1), with 0.1% of the entries replaced by N(0, 10^2) draws.
+// fa3_outliers study draws Q, K, V close to the FlashAttention-3 paper's error study (Shah et
+// al. 2024, section 4.3, Table 3): N(0, 1), with 0.1% of the entries replaced by N(0, 10^2)
+// draws. The paper *adds* an N(0, 10^2) term to 0.1% of the entries (N(0, 1) + N(0, 100) *
+// Bernoulli(0.001)), so its outliers have variance 101 instead of 100: the same outliers to
+// within half a percent of their spread. plot_report.py compares the fp16 RMSE with the paper's
+// Table 3 in two columns, against the reference on the same rounded inputs and on the
+// unrounded ones, and says in which the order of magnitude agrees (fa3_agreement, which
+// decides from the figures of the run). On this file's inputs, full and --quick, that is the
+// unrounded-input column only: against the rounded inputs the blockwise error is about the one
+// rounding of O to fp16, several times below the paper's figure.
 //
 // Every row carries RMSE (computed here: error_stats.hpp has max, p50, p99 but no RMSE) and
 // the grader's tolerance band for that dtype and quantity (grader/common/tolerances.cpp).
@@ -81,7 +89,8 @@ struct Config {
   int H = 2, N = 1024, d = 64, block = 64;
   double logit_scale = 1.0;
   bool causal = false;
-  bool fa3_outliers = false;  // inputs as in FA3 section 4.3 (0.1% of entries N(0, 10^2))
+  bool fa3_outliers = false;  // inputs close to FA3 section 4.3: 0.1% of entries replaced by
+                              // N(0, 10^2) draws (the paper adds such a term to them)
   auto key() const { return std::tuple(H, N, d, block, logit_scale, causal, fa3_outliers); }
 };
 
@@ -190,7 +199,8 @@ struct HeadInputs {
   reference::Attention<double> ref_unrounded;
 };
 
-// N(0, 1) entries, 0.1% of them replaced by N(0, 10^2) draws (FA3 section 4.3).
+// N(0, 1) entries, 0.1% of them replaced by N(0, 10^2) draws. FA3 section 4.3 adds an
+// N(0, 10^2) term to 0.1% of the entries instead (variance 101, not 100, for those entries).
 Md fa3_matrix(Eigen::Index rows, Eigen::Index cols, reference::Rng& rng) {
   Md x(rows, cols);
   for (Eigen::Index r = 0; r < rows; ++r)
