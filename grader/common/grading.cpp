@@ -69,6 +69,12 @@ int& failure_count() {
   return count;
 }
 
+// The failure of the current check shown first (fail_first), if any.
+std::string& lead_failure() {
+  static std::string message;
+  return message;
+}
+
 // Writes one line per event to the descriptor COURSE_RESULTS_FD (a pipe the runner reads; see
 // grader/runner/). Only this process holds it: the lab's code runs elsewhere.
 class ResultsListener : public doctest::IReporter {
@@ -89,6 +95,7 @@ class ResultsListener : public doctest::IReporter {
     messages_.clear();
     skipped_.clear();
     failure_count() = 0;
+    lead_failure().clear();
     current_award() = Award{};
     current_skip() = Skip{};
     closest() = Closest{};
@@ -110,6 +117,8 @@ class ResultsListener : public doctest::IReporter {
     std::string status = !skipped_.empty() ? "skip" : failed ? "fail" : "pass";
     double credit = status == "pass" ? 1.0 : 0.0;
     std::string msg = skipped_.empty() ? messages_ : skipped_;
+    if (skipped_.empty() && !lead_failure().empty())
+      msg = lead_failure() + (messages_.empty() ? "" : "\n" + messages_);
     if (status == "pass" && award.set) {
       credit = award.fraction;
       status = credit >= 1.0 ? "pass" : credit > 0.0 ? "partial" : "fail";
@@ -147,6 +156,7 @@ class ResultsListener : public doctest::IReporter {
  private:
   void add(const std::string& m) {
     ++failure_count();
+    if (m == lead_failure()) return;  // shown first, at the check's end
     // Keep the first few failures: the first one is usually the cause.
     if (count_lines(messages_) < 4) messages_ += (messages_.empty() ? "" : "\n") + m;
   }
@@ -222,6 +232,11 @@ bool expect_within(const Case& c, const ErrorStats& stats, const Tolerance& tol)
 }
 
 int failures_in_this_check() { return failure_count(); }
+
+void fail_first(const Case& c, const std::string& message) {
+  lead_failure() = c.describe() + ": " + message;
+  FAIL_CHECK(lead_failure());
+}
 
 bool expect(bool ok, const Case& c, const std::string& message) {
   if (!ok) FAIL_CHECK(c.describe() << ": " << message);

@@ -55,4 +55,8 @@ bool expect(bool ok, const Case& c, const std::string& message);
 // How many failures the current check has recorded so far (assertions, expect, FAIL_CHECK).
 int failures_in_this_check();
 
+// Fails the current check with `message` (prefixed by the case), shown before the check's other
+// failures: for a cause found after its symptoms were recorded (only the first few are shown).
+void fail_first(const Case& c, const std::string& message);
+
 }  // namespace grading

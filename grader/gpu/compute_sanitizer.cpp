@@ -135,8 +135,8 @@ void check_under_compute_sanitizer(const grading::Case& about, const std::functi
     // on the H200: lab 7 part 2 without a barrier at the top of its query loop passes every
     // plain check, and its gradients are wrong under racecheck).
     if (found.empty() && grading::failures_in_this_check() > failures_before) {
-      grading::expect(false, about,
-                      "wrong results under compute-sanitizer " + tool + " (above), which reported nothing itself: "
+      grading::fail_first(about,
+                      "wrong results under compute-sanitizer " + tool + " (below), which reported nothing itself: "
                       "under the tool the warps of a block run in another order, so this is most likely a race "
                       "(a missing __syncthreads between writing shared memory and reading it, or before "
                       "overwriting it) that the plain runs happened to hide");

@@ -23,7 +23,11 @@ TEST_CASE("misbehaving check" * grading::points(3)) {
   if (mode() == "hang")
     while (true) std::this_thread::sleep_for(std::chrono::seconds(1));
   if (mode() == "skip") grading::skip("no CUDA device: this machine has no GPU");
-  if (mode() == "fail") FAIL_CHECK("planted failure");
+  if (mode() == "fail") {
+    // More symptoms than a message shows, then their cause, which must be shown first.
+    for (int i = 1; i <= 5; ++i) FAIL_CHECK("planted failure " << i);
+    grading::fail_first({"planted cause", "fp32", {1}, "found last"}, "shown first");
+  }
 }
 
 TEST_CASE("depends on the misbehaving check" * grading::points(1, "misbehaving check")) { CHECK(true); }

@@ -40,6 +40,9 @@ grep -Eq '^3 +fake_hang +2/12 +timed out after 3 s during "misbehaving check"' "
 grep -Eq '^4 +fake_abort +2/12 +crashed \(Aborted\)' "$dir/board.txt" || fail "abort not reported"
 grep -Eq '^5 +fake_skip +7/12 .*\(2 skipped\)' "$dir/board.txt" || fail "skip not shown (a skipped parent skips its child)"
 grep -Eq '^6 +fake_fail +7/12 ' "$dir/board.txt" || fail "failing check not scored"
+# grading::fail_first: a cause recorded after five symptoms is shown, and before them.
+grep -A1 'misbehaving check' "$dir/board.txt" | grep -q 'planted cause, fp32, shape \[1\], seed 1, found last: shown first' ||
+  fail "a failure recorded with fail_first is not shown first"
 grep -q 'parent failed: "misbehaving check"' "$dir/board.txt" || fail "parent failure not reported"
 grep -q '1.8x slower than the solution' "$dir/board.txt" || fail "partial credit not explained"
 grep -q '"score": 1, "max_score": 2' "$dir/out/results.json" || fail "partial credit missing from results.json"
