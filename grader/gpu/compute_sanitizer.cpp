@@ -33,6 +33,7 @@ std::string reports_in(const std::string& log, int max_lines) {
   while (kept < max_lines && std::getline(lines, line)) {
     if (line.rfind("=========", 0) != 0) continue;
     if (line.find("COMPUTE-SANITIZER") != std::string::npos) continue;
+    if (line.find(" SUMMARY:") != std::string::npos) continue;  // "ERROR SUMMARY: 3 errors" and the like
     const std::size_t start = line.find_first_not_of("= ");
     if (start == std::string::npos) continue;  // a rule of "=" alone
     const std::string text = line.substr(start);
