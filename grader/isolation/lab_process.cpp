@@ -27,7 +27,8 @@
 #include "worker.hpp"
 
 // Defined by the trusted side of the GPU labs (grader/gpu/gpu_harness.cpp): their lab processes
-// start the CUDA driver, which is not yet run under a filter installed before exec.
+// start the CUDA driver, which runs under the filter's looser GPU rules (FilterRules::gpu) and
+// without an address-space limit.
 extern "C" bool course_grader_of_gpu_lab() __attribute__((weak));
 
 namespace isolation {

@@ -74,7 +74,7 @@ def pytest_runtest_makereport(item, call):
 
 @pytest.fixture(scope="session")
 def ext():
-    """The compiled extension (built once per session, or loaded from its cache)."""
+    """The compiled extension (built once per pytest run, or loaded from its cache)."""
     import course_attn
 
     return course_attn.build()

@@ -1,4 +1,4 @@
-// what: forks (raw system call) a child that leaves the session, waits, then rewrites results.json after the grader ended
+// what: forks (raw system call) a child that calls setsid (a new session and process group), waits, then rewrites results.json after the grader ended
 // expect: no points
 // --- top
 #include <fcntl.h>
