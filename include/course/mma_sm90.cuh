@@ -20,8 +20,9 @@
 //     nvcc -gencode=arch=compute_90a,code=sm_90a ...
 // (checked with nvcc 13.0: the shorthand -arch=sm_90a also runs a plain compute_90 pass, in
 // which ptxas rejects wgmma and setmaxnreg; the -gencode form runs only the sm_90a pass). wgmma
-// and setmaxnreg exist only on sm_90a -- not on sm_90, and not on later GPUs (sm_100 has
-// tcgen05 instead) -- so any other device pass stops at the #error below.
+// exists only on sm_90a -- not on sm_90, and not on later GPUs (sm_100 has tcgen05 instead);
+// setmaxnreg only on architecture-specific targets (sm_90a, sm_100a, sm_120a, ...) -- so any
+// other device pass stops at the #error below.
 //
 // Sources (read, not copied; repository and path):
 //   NVIDIA, PTX ISA: "Asynchronous Warpgroup Level Matrix Multiply-Accumulate Instructions"
