@@ -33,7 +33,7 @@ done <<< "$listed"
 
 # The section: from its heading to the next heading of the same level.
 section=$(awk '/^## What is graded/ { on = 1; print; next } on && /^## / { on = 0 } on' "$readme")
-heading=$(printf '%s\n' "$section" | head -n 1)
+heading=${section%%$'\n'*}  # the first line (a pipe into head could die of SIGPIPE under pipefail)
 if [ -z "$heading" ]; then
   echo "$readme has no \"## What is graded (N points)\" section"
   exit 1
