@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
     const Eigen::MatrixXd Qd = reference::random_matrix(N, d, reference::Distribution::normal, rng);
     const Eigen::MatrixXd Kd = reference::random_matrix(N, d, reference::Distribution::normal, rng);
     const Eigen::MatrixXd Vd = reference::random_matrix(N, d, reference::Distribution::normal, rng);
-    const float scale = 1.0f / std::sqrt(float(d));
+    const float scale = float(course::default_softmax_scale(d));
     const double min_total = N <= 4096 ? 1.0 : 0.0;
     const int max_runs = N <= 4096 ? 5 : 1;
 

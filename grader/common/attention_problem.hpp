@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "course/softmax_scale.hpp"
 #include "grading.hpp"
 #include "reference/data.hpp"
 
@@ -40,7 +41,7 @@ inline std::string describe(const AttentionProblem& p, std::uint64_t seed) {
 
 // The softmax scale tau of a problem: its own, or 1/sqrt(d).
 inline double scale_of(const AttentionProblem& p) {
-  return p.scale ? *p.scale : 1.0 / std::sqrt(double(p.d));
+  return course::softmax_scale(p.scale, p.d, "scale_of");
 }
 
 // The same problems with causal masking. P: AttentionProblem, or any problem type with a `causal`

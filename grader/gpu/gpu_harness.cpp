@@ -15,6 +15,7 @@
 #include "attention_fp64.hpp"
 #include "compare.hpp"
 #include "course/gpu.hpp"
+#include "course/softmax_scale.hpp"
 #include "lab_process.hpp"
 #include "reference/reference.hpp"
 #include "speed_check.hpp"
@@ -225,7 +226,7 @@ gpu_wire::KernelCall Config::call() const {
   return k;
 }
 
-double Config::scale_value() const { return scale != 0.0f ? double(scale) : 1.0 / std::sqrt(double(d)); }
+double Config::scale_value() const { return scale != 0.0f ? double(scale) : course::default_softmax_scale(d); }
 
 std::string Config::describe() const {
   return std::string(dtype_name(dtype)) + " B=" + std::to_string(B) + " H=" + std::to_string(H) +

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "course/seeded_normal.hpp"
+#include "course/softmax_scale.hpp"
 #include "reference/reference.hpp"
 #include "tolerances.hpp"
 
@@ -29,7 +30,7 @@ TimedRowsError timed_rows_error(const SpeedConfig& c, const SpeedCheck& check, c
   const Eigen::MatrixXd q = seeded_rows(check.seed, c, check.head, check.first_row, kRows);
   const Eigen::MatrixXd k = seeded_rows(check.seed + 1, c, check.head, 0, keys);
   const Eigen::MatrixXd v = seeded_rows(check.seed + 2, c, check.head, 0, keys);
-  const auto ref = reference::attention<double>(q, k, v, 1.0 / std::sqrt(double(c.d)), c.causal);
+  const auto ref = reference::attention<double>(q, k, v, course::default_softmax_scale(c.d), c.causal);
   TimedRowsError e;
   e.limit = grading::benchmark_sanity_limit("bf16");
   for (int r = 0; r < kRows; ++r) {

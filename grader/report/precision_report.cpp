@@ -233,7 +233,7 @@ HeadInputs make_inputs(const Config& c, int head, std::uint64_t seed) {
 
 template <class T>
 void measure_head(const Config& c, const HeadInputs& in, HeadData& out) {
-  const double scale = 1.0 / std::sqrt(double(c.d));
+  const double scale = course::default_softmax_scale(c.d);
   const Md Qr = reference::round_to<T>(in.Q), Kr = reference::round_to<T>(in.K),
            Vr = reference::round_to<T>(in.V);
   reference::Attention<double> ref;
@@ -373,7 +373,7 @@ void measure_dtype(const Config& c, const std::vector<HeadInputs>& inputs, bool 
 
 // Everything about one configuration, on the calling thread.
 ConfigResult measure(const Config& c, std::uint64_t seed, bool with_hist) {
-  const double scale = 1.0 / std::sqrt(double(c.d));
+  const double scale = course::default_softmax_scale(c.d);
   std::vector<HeadInputs> inputs;
   for (int h = 0; h < c.H; ++h) {
     inputs.push_back(make_inputs(c, h, seed));

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "course/cpu.hpp"
+#include "course/softmax_scale.hpp"  // the scale's one rule: 1/sqrt(d) when not given
 
 namespace course::lab3 {
 

@@ -52,6 +52,7 @@ void validate(const Eigen::Ref<const Matrix<T>>& Q, const Eigen::Ref<const Matri
                    shape_of(K.rows(), K.cols()) + ", V " + shape_of(V.rows(), V.cols()));
   if (Q.cols() < 1) throw BadInput(who + ": the head dimension d must be at least 1; got d = 0");
   require_tile_options(options, who);
+  softmax_scale(options.scale, int(Q.cols()), who);  // a scale given must be finite and > 0
   require_finite<T>(Q, who + ": Q");
   require_finite<T>(K, who + ": K");
   require_finite<T>(V, who + ": V");
@@ -157,7 +158,8 @@ void attention_head(const Eigen::Ref<const Matrix<T>>& Q, const Eigen::Ref<const
   const int bq = std::min(options.block_q, std::max(Nq, 1));
   const int bk = std::min(options.block_k, std::max(Nk, 1));
   // TODO: attention_forward (see the lab README)
-  // The scale tau: options.scale if given, else 1 / sqrt(d).
+  // The scale tau: course::softmax_scale(options.scale, d, who), options.scale if given, else
+  // 1 / sqrt(d).
   // The working set (FA1: on-chip SRAM), allocated once: Q_i [bq, d], K_j^T [d, bk],
   // V_j [bk, d], the score tile S_ij [bq, bk], and per query row of the tile: O (unnormalised,
   // [bq, d]), m and l. Nothing may be Nq x Nk, nor bq x Nk.

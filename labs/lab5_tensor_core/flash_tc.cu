@@ -1,13 +1,15 @@
 // Lab 5 (beyond): host side of the tensor-core FlashAttention-2 forward kernel.
 // The kernel and its device functions are in flash_tc_kernel.cuh (and the headers it includes);
 // this file launches one instantiation, picks the tile configuration for the head dimension and
-// version, checks the input, and dispatches on dtype, head dimension and version.
+// version, and dispatches the checked call (course/attention.hpp) on dtype, head dimension and
+// version.
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
 
+#include "course/attention.hpp"
 #include "course/errors.hpp"
 #include "course/gpu.hpp"
 #include "course/lab5_tensor_core.hpp"
@@ -100,18 +102,19 @@ void dispatch_head_dim(int d, Version version, const KernelParams& params, int b
   return dispatch_version<128, T>(version, params, batch_heads, stream);
 }
 
-[[maybe_unused]] bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
-
 }  // namespace
 
 void flash_attention_forward(const void* Q, const void* K, const void* V, void* O, float* lse,
                              DType dtype, const AttentionShape& shape,
                              const ForwardOptions& options) {
+  // Input checks (given, course/attention.hpp): null pointers, 16-byte alignment, dtype, d,
+  // B, H, Nq, Nk >= 1, B * H within the grid, the scale (0 means 1/sqrt(d), resolved here).
+  [[maybe_unused]] const ForwardCall call = check_forward(kLab5Rules, Q, K, V, O, lse, dtype, shape,
+      options.causal, options.scale, options.stream);
+
   // TODO: flash_attention_forward (see the lab README)
-  // reject bad input with course::BadInput: null pointers, pointers not 16-byte aligned
-  // (cp.async moves 16 bytes), d not 64/128, B, H, Nq, Nk < 1, B*H over the grid's y limit,
-  // a scale that is negative or not finite; scale 0 means 1/sqrt(d)
-  // fill KernelParams (scale_log2 = scale * log2(e)) and dispatch on dtype, d and version
+  // fill KernelParams from the checked call (its scale is resolved, and scale_log2 = scale *
+  // log2(e) is there too), then dispatch on dtype (bf16 or fp16), d and version
   throw course::NotImplemented("flash_attention_forward", "labs/lab5_tensor_core/flash_tc.cu");
 }
 

@@ -37,6 +37,7 @@
 // every key masked by causality) has LSE_s = -inf and O_s = 0 and merges to nothing. A query
 // row that sees no key at all gets O = 0 and LSE = -inf, as in lab 4. Never NaN.
 #include "course/errors.hpp"
+#include "course/softmax_scale.hpp"
 #include "course/lab6_decoding.hpp"
 
 #include <cuda_bf16.h>
@@ -351,9 +352,6 @@ void split_kv_forward(const void* Q, const void* K, const void* V, void* O, floa
   if (!aligned16(Q) || !aligned16(K) || !aligned16(V) || !aligned16(O)) {
     throw BadInput("split_kv_forward: Q, K, V and O must be 16-byte aligned");
   }
-  if (!std::isfinite(options.scale)) {
-    throw BadInput("split_kv_forward: scale must be finite");
-  }
   const int num_splits = options.num_splits > 0
                              ? options.num_splits
                              : choose_num_splits(shape, dtype, device_sm_count());
@@ -378,9 +376,9 @@ void split_kv_forward(const void* Q, const void* K, const void* V, void* O, floa
   params.num_splits = num_splits;
   params.rows = rows;
   params.causal = options.causal;
-  const float scale = options.scale != 0.0f ? options.scale
-                                            : 1.0f / std::sqrt(static_cast<float>(shape.d));
-  params.scale_log2 = scale * 1.4426950408889634f;  // log2(e)
+  // The scale's one rule (course/softmax_scale.hpp): 0 means 1/sqrt(d); negative or not finite
+  // is BadInput.
+  params.scale_log2 = softmax_scale(options.scale, shape.d, "split_kv_forward") * kLog2eF;
 
   // TODO: split_kv_forward (see the lab README)
   // Kernel 1 (launch_split_for_dtype<float> or <__nv_bfloat16>), then the merge

@@ -70,6 +70,7 @@ void validate(const Matrix<T>& Q, const Matrix<T>& K, const Matrix<T>& V, const 
                    "); it holds " + std::to_string(lse.size()));
   if (Q.cols() < 1) throw BadInput(who + ": the head dimension d must be at least 1; got d = 0");
   require_tile_options(options, who);
+  softmax_scale(options.scale, int(Q.cols()), who);  // a scale given must be finite and > 0
   require_finite<T>(Q, who + ": Q");
   require_finite<T>(K, who + ": K");
   require_finite<T>(V, who + ": V");
@@ -189,7 +190,8 @@ Gradients<T> attention_backward(const Matrix<T>& Q, const Matrix<T>& K, const Ma
   const int bk = std::min(options.block_k, std::max(Nk, 1));
   Gradients<T> grads{Matrix<T>::Zero(Nq, d), Matrix<T>::Zero(Nk, d), Matrix<T>::Zero(Nk, d)};
   // TODO: attention_backward (see the lab README)
-  // The scale tau: options.scale if given, else 1 / sqrt(d). shift = Nk - Nq (causal alignment).
+  // The scale tau: course::softmax_scale(options.scale, d, "attention_backward"), options.scale
+  // if given, else 1 / sqrt(d). shift = Nk - Nq (causal alignment).
   // For every query row, in Acc: D (compute_D, line 4) and dQ = 0 (line 3), [Nq, d].
   // The working set, allocated once: K_j, V_j, dK_j, dV_j [bk, d]; Q_i (times tau), dO_i
   // [bq, d], the tile's LSE [bq]; two score tiles [bq, bk] (S then P; dP then dS).

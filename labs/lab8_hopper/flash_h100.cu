@@ -10,6 +10,7 @@
 #include <string>
 #include <type_traits>
 
+#include "course/attention.hpp"
 #include "course/errors.hpp"
 #include "course/gpu.hpp"
 #include "course/lab8_hopper.hpp"
@@ -142,10 +143,8 @@ void dispatch_head_dim(int d, Version version, const KernelParams& params, int b
   return dispatch_version<128, T>(version, params, batch_heads, stream);
 }
 
-[[maybe_unused]] bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
-
 // The compute capability of the current device, as major * 10 + minor.
-[[maybe_unused]] int current_compute_capability() {
+int current_compute_capability() {
   int device = 0, major = 0, minor = 0;
   check_cuda(cudaGetDevice(&device), "cudaGetDevice");
   check_cuda(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device),
@@ -160,14 +159,21 @@ void dispatch_head_dim(int d, Version version, const KernelParams& params, int b
 void flash_attention_forward(const void* Q, const void* K, const void* V, void* O, float* lse,
                              DType dtype, const AttentionShape& shape,
                              const ForwardOptions& options) {
+  // Input checks (given, course/attention.hpp): null pointers, 16-byte alignment (TMA's rule for
+  // a global address, and the 16-byte loads of step 1), dtype, d, B, H, Nq, Nk >= 1, B * H
+  // within the grid, the scale (0 means 1/sqrt(d), resolved here); then this lab's own: the GPU.
+  [[maybe_unused]] const ForwardCall call = check_forward(kLab8Rules, Q, K, V, O, lse, dtype, shape,
+      options.causal, options.scale, options.stream);
+  const int cc = current_compute_capability();
+  if (cc != 90)
+    throw BadInput(std::string(kLab8Rules.function) +
+                   ": this lab needs a compute capability 9.0 GPU (H100/H200: wgmma and TMA are "
+                   "sm_90a); this one is " + std::to_string(cc / 10) + "." + std::to_string(cc % 10));
+
   // TODO: flash_attention_forward (see the lab README)
-  // reject bad input with course::BadInput: null pointers, pointers not 16-byte aligned (TMA's
-  // rule for a global address, and the 16-byte loads of version 1), dtype not bf16/fp16, d not
-  // 64/128, B, H, Nq, Nk < 1, B*H over the grid's y limit, a scale that is negative or not
-  // finite (0 means 1/sqrt(d)), a GPU that is not compute capability 9.0
-  // fill KernelParams (scale_log2 = scale * log2(e))
-  // dispatch on dtype, d and version (the launch builds the tensor maps for the tiles it picks);
-  // launch on options.stream, do not synchronise
+  // fill KernelParams from the checked call (its scale is resolved, and scale_log2 = scale *
+  // log2(e) is there too), then dispatch on dtype (bf16 or fp16), d and version (the launch
+  // builds the tensor maps for the tiles it picks); launch on options.stream, do not synchronise
   throw course::NotImplemented("flash_attention_forward", "labs/lab8_hopper/flash_h100.cu");
 }
 

@@ -4,6 +4,7 @@
 #include "attention_fp64.hpp"
 
 #include "course/errors.hpp"
+#include "course/softmax_scale.hpp"
 #include "course/gpu.hpp"
 
 #include <cuda_bf16.h>
@@ -119,8 +120,9 @@ void attention_fp64(const void* Q, const void* K, const void* V, DType type, int
     throw course::BadInput("attention_fp64: B, H, Nq and Nk must be >= 1");
   }
   if (d < 1 || d > 1024) throw course::BadInput("attention_fp64: d must be in [1, 1024]");
-  if (!std::isfinite(scale)) throw course::BadInput("attention_fp64: scale must be finite");
-  if (scale == 0.0) scale = 1.0 / std::sqrt(static_cast<double>(d));
+  // The course's scale rule (course/softmax_scale.hpp), in double: 0 means 1/sqrt(d).
+  scale = scale == 0.0 ? course::default_softmax_scale(d)
+                       : course::softmax_scale(std::optional<double>(scale), d, "attention_fp64");
 
   int threads = 128;
   while (threads < d) threads *= 2;

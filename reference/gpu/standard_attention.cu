@@ -3,6 +3,7 @@
 #include "standard_attention.hpp"
 
 #include "course/errors.hpp"
+#include "course/softmax_scale.hpp"
 #include "course/gpu.hpp"
 
 #include <cublas_v2.h>
@@ -148,8 +149,7 @@ cudaError_t StandardAttention::forward(const void* Q, const void* K, const void*
 
   auto handle = static_cast<cublasHandle_t>(handle_);
   check_cublas(cublasSetStream(handle, options.stream), "cublasSetStream");
-  const float scale =
-      options.scale != 0.0f ? options.scale : 1.0f / std::sqrt(static_cast<float>(shape.d));
+  const float scale = course::softmax_scale(options.scale, shape.d, "standard_attention");
   const float zero = 0.0f;
   const float one = 1.0f;
   const int nq = shape.Nq;

@@ -26,6 +26,7 @@
 // Speed, measured on an H200 (fp32 peak on CUDA cores about 67 TFLOP/s): about 38 TFLOP/s at
 // d = 64 and 33 at d = 128, bf16 or fp32 storage alike. The next large factor comes from the
 // tensor cores (lab 5).
+#include "course/attention.hpp"
 #include "course/errors.hpp"
 #include "course/gpu.hpp"
 #include "course/lab4_cuda.hpp"
@@ -399,53 +400,28 @@ void launch_for_dtype(const KernelParams& params, int d, int batch_heads, cudaSt
   }
 }
 
-bool aligned16(const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0; }
-
 }  // namespace
 
 void flash_attention_forward(const void* Q, const void* K, const void* V, void* O, float* lse,
                              DType dtype, const AttentionShape& shape,
                              const ForwardOptions& options) {
-  // Input checks (given): every message names the argument and the rule it broke.
-  if (Q == nullptr || K == nullptr || V == nullptr || O == nullptr || lse == nullptr) {
-    throw BadInput("flash_attention_forward: Q, K, V, O and lse must be non-null device pointers");
-  }
-  if (shape.d != 32 && shape.d != 64 && shape.d != 128) {
-    throw BadInput("flash_attention_forward: head dimension d = " + std::to_string(shape.d) +
-                   " is not supported (use 32, 64 or 128)");
-  }
-  if (shape.B < 1 || shape.H < 1 || shape.Nq < 1 || shape.Nk < 1) {
-    throw BadInput("flash_attention_forward: B, H, Nq and Nk must be >= 1 (got B=" +
-                   std::to_string(shape.B) + " H=" + std::to_string(shape.H) +
-                   " Nq=" + std::to_string(shape.Nq) + " Nk=" + std::to_string(shape.Nk) + ")");
-  }
-  if (static_cast<long long>(shape.B) * shape.H > 65535) {
-    throw BadInput("flash_attention_forward: B * H must be <= 65535 (one grid row per head)");
-  }
-  if (dtype != DType::fp32 && dtype != DType::bf16) {
-    throw BadInput("flash_attention_forward: dtype must be fp32 or bf16");
-  }
-  if (!aligned16(Q) || !aligned16(K) || !aligned16(V) || !aligned16(O)) {
-    throw BadInput("flash_attention_forward: Q, K, V and O must be 16-byte aligned");
-  }
-  if (!std::isfinite(options.scale)) {
-    throw BadInput("flash_attention_forward: scale must be finite");
-  }
+  // Input checks (given, course/attention.hpp): every message names the argument and the rule
+  // it broke; the scale comes back resolved (0 means 1/sqrt(d)).
+  const ForwardCall call = check_forward(kLab4Rules, Q, K, V, O, lse, dtype, shape,
+      options.causal, options.scale, options.stream);
 
   // SKELETON: [[maybe_unused]]
   KernelParams params{};
-  params.q = Q;
-  params.k = K;
-  params.v = V;
-  params.o = O;
-  params.lse = lse;
-  params.nq = shape.Nq;
-  params.nk = shape.Nk;
+  params.q = call.q;
+  params.k = call.k;
+  params.v = call.v;
+  params.o = call.o;
+  params.lse = call.lse;
+  params.nq = call.nq;
+  params.nk = call.nk;
   params.num_q_tiles = (shape.Nq + kBr - 1) / kBr;
-  params.causal = options.causal;
-  const float scale = options.scale != 0.0f ? options.scale
-                                            : 1.0f / std::sqrt(static_cast<float>(shape.d));
-  params.scale_log2 = scale * kLog2eF;
+  params.causal = call.causal;
+  params.scale_log2 = call.scale_log2;
 
   // BEGIN SOLUTION flash_attention_forward
   //! Dispatch on dtype to launch_for_dtype<float> or launch_for_dtype<__nv_bfloat16>, which

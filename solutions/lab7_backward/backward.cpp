@@ -70,6 +70,7 @@ void validate(const Matrix<T>& Q, const Matrix<T>& K, const Matrix<T>& V, const 
                    "); it holds " + std::to_string(lse.size()));
   if (Q.cols() < 1) throw BadInput(who + ": the head dimension d must be at least 1; got d = 0");
   require_tile_options(options, who);
+  softmax_scale(options.scale, int(Q.cols()), who);  // a scale given must be finite and > 0
   require_finite<T>(Q, who + ": Q");
   require_finite<T>(K, who + ": K");
   require_finite<T>(V, who + ": V");
@@ -211,7 +212,8 @@ Gradients<T> attention_backward(const Matrix<T>& Q, const Matrix<T>& K, const Ma
   const int bk = std::min(options.block_k, std::max(Nk, 1));
   Gradients<T> grads{Matrix<T>::Zero(Nq, d), Matrix<T>::Zero(Nk, d), Matrix<T>::Zero(Nk, d)};
   // BEGIN SOLUTION attention_backward
-  //! The scale tau: options.scale if given, else 1 / sqrt(d). shift = Nk - Nq (causal alignment).
+  //! The scale tau: course::softmax_scale(options.scale, d, "attention_backward"), options.scale
+  //! if given, else 1 / sqrt(d). shift = Nk - Nq (causal alignment).
   //! For every query row, in Acc: D (compute_D, line 4) and dQ = 0 (line 3), [Nq, d].
   //! The working set, allocated once: K_j, V_j, dK_j, dV_j [bk, d]; Q_i (times tau), dO_i
   //! [bq, d], the tile's LSE [bq]; two score tiles [bq, bk] (S then P; dP then dS).
@@ -229,7 +231,7 @@ Gradients<T> attention_backward(const Matrix<T>& Q, const Matrix<T>& K, const Ma
   //! holds row max(0, k0 - shift) lie wholly above the diagonal: start the query loop at that
   //! tile (skip, do not mask). A tile needs the mask only if its last key is beyond what its
   //! *first* row sees.
-  const Acc scale = Acc(options.scale ? *options.scale : 1.0 / std::sqrt(double(d)));
+  const Acc scale = Acc(softmax_scale(options.scale, d, "attention_backward"));
   const int shift = Nk - Nq;  // bottom-right alignment: query i sees keys j <= i + shift
 
   // Line 4 (D) and line 3 (dQ = 0): the only buffers of the call that grow with N.

@@ -38,6 +38,7 @@
 // not masked, so with LSE = -inf they would get P = exp2(0 + inf) = inf, and inf * 0 = NaN.
 #include "backward_gpu.cuh"
 #include "course/errors.hpp"
+#include "course/softmax_scale.hpp"
 #include "course/lab7_backward_gpu.hpp"
 
 #include <cuda_bf16.h>
@@ -444,7 +445,6 @@ void flash_attention_backward(const void* Q, const void* K, const void* V, const
   for (const void* ptr : {Q, K, V, O, dO, static_cast<const void*>(dQ), static_cast<const void*>(dK),
                           static_cast<const void*>(dV)})
     if (!aligned16(ptr)) throw BadInput(std::string(f) + ": Q, K, V, O, dO, dQ, dK and dV must be 16-byte aligned");
-  if (!std::isfinite(options.scale)) throw BadInput(std::string(f) + ": scale must be finite");
   const std::size_t need = backward_workspace_bytes(shape);
   if (options.workspace == nullptr || options.workspace_bytes < need || !aligned16(options.workspace))
     throw BadInput(std::string(f) + ": options.workspace must be a 16-byte aligned device buffer of at least " +
@@ -467,7 +467,7 @@ void flash_attention_backward(const void* Q, const void* K, const void* V, const
   p.nq = shape.Nq;
   p.nk = shape.Nk;
   p.causal = options.causal;
-  p.scale = options.scale != 0.0f ? options.scale : 1.0f / std::sqrt(static_cast<float>(shape.d));
+  p.scale = softmax_scale(options.scale, shape.d, f);  // 0 means 1/sqrt(d) (course/softmax_scale.hpp)
   p.scale_log2 = p.scale * kLog2eF;
 
   // BEGIN SOLUTION flash_attention_backward

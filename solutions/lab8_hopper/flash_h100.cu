@@ -10,6 +10,7 @@
 #include <string>
 #include <type_traits>
 
+#include "course/attention.hpp"
 #include "course/errors.hpp"
 #include "course/gpu.hpp"
 #include "course/lab8_hopper.hpp"
@@ -142,11 +143,7 @@ void dispatch_head_dim(int d, Version version, const KernelParams& params, int b
   return dispatch_version<128, T>(version, params, batch_heads, stream);
 }
 
-// SKELETON: [[maybe_unused]]
-bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
-
 // The compute capability of the current device, as major * 10 + minor.
-// SKELETON: [[maybe_unused]]
 int current_compute_capability() {
   int device = 0, major = 0, minor = 0;
   check_cuda(cudaGetDevice(&device), "cudaGetDevice");
@@ -162,45 +159,35 @@ int current_compute_capability() {
 void flash_attention_forward(const void* Q, const void* K, const void* V, void* O, float* lse,
                              DType dtype, const AttentionShape& shape,
                              const ForwardOptions& options) {
-  // BEGIN SOLUTION flash_attention_forward
-  //! reject bad input with course::BadInput: null pointers, pointers not 16-byte aligned (TMA's
-  //! rule for a global address, and the 16-byte loads of version 1), dtype not bf16/fp16, d not
-  //! 64/128, B, H, Nq, Nk < 1, B*H over the grid's y limit, a scale that is negative or not
-  //! finite (0 means 1/sqrt(d)), a GPU that is not compute capability 9.0
-  //! fill KernelParams (scale_log2 = scale * log2(e))
-  //! dispatch on dtype, d and version (the launch builds the tensor maps for the tiles it picks);
-  //! launch on options.stream, do not synchronise
-  const std::string where = "lab8::flash_attention_forward: ";
-  if (!Q || !K || !V || !O || !lse) throw BadInput(where + "null pointer argument");
-  if (!aligned16(Q) || !aligned16(K) || !aligned16(V) || !aligned16(O))
-    throw BadInput(where + "Q, K, V and O must be 16-byte aligned (TMA and 16-byte loads)");
-  if (dtype != DType::bf16 && dtype != DType::fp16) throw BadInput(where + "dtype must be bf16 or fp16");
-  if (shape.d != 64 && shape.d != 128)
-    throw BadInput(where + "head dimension d must be 64 or 128, got " + std::to_string(shape.d));
-  if (shape.B < 1 || shape.H < 1 || shape.Nq < 1 || shape.Nk < 1)
-    throw BadInput(where + "B, H, Nq and Nk must all be >= 1");
-  const int64_t batch_heads = static_cast<int64_t>(shape.B) * shape.H;
-  if (batch_heads > 65535) throw BadInput(where + "B*H must be <= 65535 (grid y dimension)");
-  if (!std::isfinite(options.scale) || options.scale < 0.0f)
-    throw BadInput(where + "scale must be finite and >= 0 (0 means 1/sqrt(d))");
+  // Input checks (given, course/attention.hpp): null pointers, 16-byte alignment (TMA's rule for
+  // a global address, and the 16-byte loads of step 1), dtype, d, B, H, Nq, Nk >= 1, B * H
+  // within the grid, the scale (0 means 1/sqrt(d), resolved here); then this lab's own: the GPU.
+  // SKELETON: [[maybe_unused]]
+  const ForwardCall call = check_forward(kLab8Rules, Q, K, V, O, lse, dtype, shape,
+      options.causal, options.scale, options.stream);
   const int cc = current_compute_capability();
   if (cc != 90)
-    throw BadInput(where + "this lab needs a compute capability 9.0 GPU (H100/H200: wgmma and TMA are sm_90a); "
-                           "this one is " + std::to_string(cc / 10) + "." + std::to_string(cc % 10));
+    throw BadInput(std::string(kLab8Rules.function) +
+                   ": this lab needs a compute capability 9.0 GPU (H100/H200: wgmma and TMA are "
+                   "sm_90a); this one is " + std::to_string(cc / 10) + "." + std::to_string(cc % 10));
 
+  // BEGIN SOLUTION flash_attention_forward
+  //! fill KernelParams from the checked call (its scale is resolved, and scale_log2 = scale *
+  //! log2(e) is there too), then dispatch on dtype (bf16 or fp16), d and version (the launch
+  //! builds the tensor maps for the tiles it picks); launch on options.stream, do not synchronise
   KernelParams params{};
-  params.q = Q;
-  params.k = K;
-  params.v = V;
-  params.o = O;
-  params.lse = lse;
-  params.nq = shape.Nq;
-  params.nk = shape.Nk;
-  params.causal = options.causal;
-  params.scale = options.scale > 0.0f ? options.scale : 1.0f / std::sqrt(float(shape.d));
-  params.scale_log2 = params.scale * kLog2eF;
+  params.q = call.q;
+  params.k = call.k;
+  params.v = call.v;
+  params.o = call.o;
+  params.lse = call.lse;
+  params.nq = call.nq;
+  params.nk = call.nk;
+  params.causal = call.causal;
+  params.scale = call.scale;
+  params.scale_log2 = call.scale_log2;
 
-  const int bh = static_cast<int>(batch_heads);
+  const int bh = call.batch_heads;
   if (dtype == DType::bf16) {
     dispatch_head_dim<__nv_bfloat16>(shape.d, options.version, params, bh, options.stream);
   } else {

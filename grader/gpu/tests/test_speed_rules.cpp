@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "course/seeded_normal.hpp"
+#include "course/softmax_scale.hpp"
 #include "reference/reference.hpp"
 #include "speed_check.hpp"
 #include "speed_rules.hpp"
@@ -97,7 +98,7 @@ void correct_rows(const SpeedConfig& c, const gpu_grading::SpeedCheck& check, st
   const Eigen::MatrixXd q = gpu_grading::seeded_rows(check.seed, c, check.head, 0, c.N);
   const Eigen::MatrixXd k = gpu_grading::seeded_rows(check.seed + 1, c, check.head, 0, c.N);
   const Eigen::MatrixXd v = gpu_grading::seeded_rows(check.seed + 2, c, check.head, 0, c.N);
-  const auto full = reference::attention<double>(q, k, v, 1.0 / std::sqrt(double(c.d)), c.causal);
+  const auto full = reference::attention<double>(q, k, v, course::default_softmax_scale(c.d), c.causal);
   o.clear();
   lse.clear();
   for (int r = check.first_row; r < check.first_row + gpu_grading::SpeedCheck::kRows; ++r) {
