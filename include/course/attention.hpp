@@ -21,12 +21,12 @@ namespace course {
 // ---------------------------------------------------------------------------------------------
 
 // What one lab's flash_attention_forward accepts. Every lab also requires non-null pointers,
-// B, H, Nq, Nk >= 1 and B * H <= 65535 (one grid row per head).
+// Q, K, V and O 16-byte aligned (their vector, cp.async or TMA loads), B, H, Nq, Nk >= 1 and
+// B * H <= 65535 (one grid row per head).
 struct ForwardRules {
   const char* function;        // for the messages: "lab5::flash_attention_forward"
   bool fp32 = false, bf16 = false, fp16 = false;  // the element types it accepts
   int head_dims[3] = {0, 0, 0};                   // the head dimensions it accepts (0: none)
-  bool aligned16 = true;       // Q, K, V and O 16-byte aligned (vector, cp.async or TMA loads)
 };
 
 inline constexpr ForwardRules kLab4Rules{"lab4::flash_attention_forward", true, true, false, {32, 64, 128}};
@@ -96,8 +96,8 @@ inline ForwardCall check_forward(const ForwardRules& rules, const void* Q, const
                    " Nk=" + std::to_string(shape.Nk) + ")");
   const std::int64_t batch_heads = static_cast<std::int64_t>(shape.B) * shape.H;
   if (batch_heads > 65535) throw BadInput(where + ": B * H must be <= 65535 (one grid row per head)");
-  if (rules.aligned16 && !(detail::is_aligned16(Q) && detail::is_aligned16(K) &&
-                           detail::is_aligned16(V) && detail::is_aligned16(O)))
+  if (!(detail::is_aligned16(Q) && detail::is_aligned16(K) && detail::is_aligned16(V) &&
+        detail::is_aligned16(O)))
     throw BadInput(where + ": Q, K, V and O must be 16-byte aligned");
 
   ForwardCall call;
