@@ -1,11 +1,15 @@
-// One attention call as the GPU forward labs (4, 5 and 8) receive it: what each lab accepts, and
-// every input check made once here, so that a lab states only its rules and its code starts
-// from a call already checked. The softmax scale's one rule is in course/softmax_scale.hpp.
+// One attention call as the GPU labs receive it: what each lab accepts, and every input check
+// made once here, so that a lab states only its rules and its code starts from a call already
+// checked. The forward labs (4, 5 and 8) check with check_forward; lab 6's decoding
+// (check_decoding) and lab 7's backward (check_backward) are forward calls with more inputs,
+// checked by check_forward first and then for what they add. The softmax scale's one rule is in
+// course/softmax_scale.hpp.
 //
 // Plain C++ (no Eigen, no device code): host code compiled by nvcc or by the host compiler
 // includes it, the graders and the references as well as the labs.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -73,8 +77,28 @@ inline std::string accepted_head_dims(const ForwardRules& r) {  // "32, 64 or 12
   }
   return s.empty() ? last : s + " or " + last;
 }
+inline int largest_head_dim(const ForwardRules& r) {
+  int largest = 0;
+  for (int a : r.head_dims) largest = a > largest ? a : largest;
+  return largest;
+}
 inline bool is_aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 }  // namespace detail
+
+// A forward call's shape: d one of the rules' head dimensions, B, H, Nq, Nk >= 1, and B * H
+// within the grid. Also what a lab's functions that take a shape alone check (lab 6's
+// choose_num_splits, through check_decoding_shape); `where` names the function.
+inline void check_forward_shape(const ForwardRules& rules, const std::string& where, const AttentionShape& shape) {
+  if (!detail::accepts_head_dim(rules, shape.d))
+    throw BadInput(where + ": head dimension d must be " + detail::accepted_head_dims(rules) + ", got " +
+                   std::to_string(shape.d));
+  if (shape.B < 1 || shape.H < 1 || shape.Nq < 1 || shape.Nk < 1)
+    throw BadInput(where + ": B, H, Nq and Nk must be >= 1 (got B=" + std::to_string(shape.B) +
+                   " H=" + std::to_string(shape.H) + " Nq=" + std::to_string(shape.Nq) +
+                   " Nk=" + std::to_string(shape.Nk) + ")");
+  if (static_cast<std::int64_t>(shape.B) * shape.H > 65535)
+    throw BadInput(where + ": B * H must be <= 65535 (one grid row per head)");
+}
 
 // Every input check of a forward call, in one place; throws course::BadInput naming the function,
 // the argument and the rule it broke.
@@ -87,15 +111,8 @@ inline ForwardCall check_forward(const ForwardRules& rules, const void* Q, const
     throw BadInput(where + ": Q, K, V, O and lse must be non-null device pointers");
   if (!detail::accepts_dtype(rules, dtype))
     throw BadInput(where + ": dtype must be " + detail::accepted_dtypes(rules) + ", got " + dtype_name(dtype));
-  if (!detail::accepts_head_dim(rules, shape.d))
-    throw BadInput(where + ": head dimension d must be " + detail::accepted_head_dims(rules) + ", got " +
-                   std::to_string(shape.d));
-  if (shape.B < 1 || shape.H < 1 || shape.Nq < 1 || shape.Nk < 1)
-    throw BadInput(where + ": B, H, Nq and Nk must be >= 1 (got B=" + std::to_string(shape.B) +
-                   " H=" + std::to_string(shape.H) + " Nq=" + std::to_string(shape.Nq) +
-                   " Nk=" + std::to_string(shape.Nk) + ")");
+  check_forward_shape(rules, where, shape);
   const std::int64_t batch_heads = static_cast<std::int64_t>(shape.B) * shape.H;
-  if (batch_heads > 65535) throw BadInput(where + ": B * H must be <= 65535 (one grid row per head)");
   if (!(detail::is_aligned16(Q) && detail::is_aligned16(K) && detail::is_aligned16(V) &&
         detail::is_aligned16(O)))
     throw BadInput(where + ": Q, K, V and O must be 16-byte aligned");
@@ -109,6 +126,227 @@ inline ForwardCall check_forward(const ForwardRules& rules, const void* Q, const
   call.scale = softmax_scale(scale, shape.d, where);
   call.scale_log2 = call.scale * kLog2eF;
   call.stream = stream;
+  return call;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The caller-owned workspace of labs 6 and 7
+// ---------------------------------------------------------------------------------------------
+
+// Device scratch that the caller allocates once and passes to every call: the library never
+// allocates, so a call never waits for a cudaMalloc (include/course/lab6_decoding.hpp says why).
+struct Workspace {
+  void* data = nullptr;
+  std::size_t bytes = 0;
+};
+
+namespace detail {
+// Throws unless the workspace is a 16-byte aligned buffer of at least `needed` bytes. `purpose`
+// says what those bytes hold ("for 8 splits", or empty), `sized_by` names the function that
+// gives the size.
+inline void check_workspace(const std::string& where, const Workspace& workspace, std::size_t needed,
+                            const std::string& purpose, const std::string& sized_by) {
+  std::string got;
+  if (workspace.data == nullptr) got = "a null pointer";
+  else if (!is_aligned16(workspace.data)) got = "a pointer that is not 16-byte aligned";
+  else if (workspace.bytes < needed) got = std::to_string(workspace.bytes) + " bytes";
+  else return;
+  throw BadInput(where + ": options.workspace must be a 16-byte aligned device buffer of at least " +
+                 std::to_string(needed) + " bytes" + (purpose.empty() ? "" : " " + purpose) + " (" + sized_by +
+                 "), got " + got);
+}
+}  // namespace detail
+
+// ---------------------------------------------------------------------------------------------
+// Lab 6: split-KV decoding, a forward call with a few query rows and a long KV cache
+// ---------------------------------------------------------------------------------------------
+
+// What split-KV decoding accepts: a forward call's rules (its Nk is the KV cache's capacity
+// Nk_max), at most max_query_rows query rows per head (longer queries are prefill), a split
+// count >= 1 (0: the library chooses), and a workspace for the splits' partial results.
+struct DecodingRules {
+  ForwardRules forward;             // the decoding call: its name, dtypes and head dimensions
+  int max_query_rows = 0;           // Nq <= max_query_rows
+  const char* merge = "";           // the merge alone, for its messages
+  const char* workspace_bytes = ""; // the function that sizes the workspace, for the messages
+};
+
+inline constexpr DecodingRules kLab6Rules{
+    .forward = {"lab6::split_kv_forward", true, true, false, {64, 128, 0}},
+    .max_query_rows = 16,
+    .merge = "lab6::merge_partials",
+    .workspace_bytes = "lab6::split_kv_workspace_bytes"};
+
+// A decoding call after its checks: the forward call (nk is the cache's capacity Nk_max) and
+// what the splits add, the workspace already cut into the splits' partial results.
+struct DecodingCall : ForwardCall {
+  int heads = 0;                   // H: (batch, head) bh belongs to batch element bh / H
+  const int* seqlens_k = nullptr;  // device [B] KV lengths, or null: every length is nk
+  int num_splits = 0;              // >= 1: the count asked for, or the library's choice
+  int rows = 0;                    // B * H * Nq: the rows of O and of each split's partial results
+  float* o_partial = nullptr;      // the workspace's O_s [num_splits, rows, d], fp32
+  float* lse_partial = nullptr;    // after it, LSE_s [num_splits, rows], fp32
+};
+
+// Bytes of the splits' partial results, O_s then LSE_s in fp32: num_splits * B*H*Nq * (d + 1)
+// floats. The shape is the caller's to check (check_decoding_shape).
+inline std::size_t decoding_workspace_bytes(const AttentionShape& shape, int num_splits) {
+  const std::size_t rows = static_cast<std::size_t>(shape.B) * shape.H * shape.Nq;
+  return static_cast<std::size_t>(num_splits) * rows * (static_cast<std::size_t>(shape.d) + 1) * sizeof(float);
+}
+
+namespace detail {
+inline void check_query_rows(const DecodingRules& rules, const std::string& where, int nq) {
+  if (nq > rules.max_query_rows)
+    throw BadInput(where + ": Nq = " + std::to_string(nq) + " query rows per head is more than " +
+                   std::to_string(rules.max_query_rows) +
+                   " (longer queries are prefill: a forward kernel's job, as in labs 4 and 5)");
+}
+}  // namespace detail
+
+// A decoding shape alone (no pointers): a forward call's shape with at most max_query_rows rows.
+// For the functions that take only a shape; `where` names the one called.
+inline void check_decoding_shape(const DecodingRules& rules, const std::string& where,
+                                 const AttentionShape& shape) {
+  check_forward_shape(rules.forward, where, shape);
+  detail::check_query_rows(rules, where, shape.Nq);
+}
+
+// A split count as the caller gives it: >= 1, or 0 to let the library choose.
+inline void check_split_count(const std::string& where, int num_splits) {
+  if (num_splits < 0)
+    throw BadInput(where + ": num_splits = " + std::to_string(num_splits) +
+                   " (use >= 1, or 0 to let the library choose)");
+}
+
+// Every input check of a decoding call: check_forward's, then the decoding's own (Nq, the split
+// count, the workspace). choose_splits() gives the library's split count when num_splits is 0;
+// it is called only once every other check has passed (it may query the device).
+template <typename ChooseSplits>
+DecodingCall check_decoding(const DecodingRules& rules, const void* Q, const void* K, const void* V, void* O,
+                            float* lse, DType dtype, const AttentionShape& shape, bool causal, float scale,
+                            const int* seqlens_k, int num_splits, const Workspace& workspace,
+                            cudaStream_t stream, ChooseSplits choose_splits) {
+  const std::string where = rules.forward.function;
+  DecodingCall call;
+  static_cast<ForwardCall&>(call) = check_forward(rules.forward, Q, K, V, O, lse, dtype, shape, causal, scale, stream);
+  detail::check_query_rows(rules, where, shape.Nq);
+  check_split_count(where, num_splits);
+
+  call.heads = shape.H;
+  call.seqlens_k = seqlens_k;
+  call.num_splits = num_splits > 0 ? num_splits : choose_splits();
+  call.rows = call.batch_heads * call.nq;
+  detail::check_workspace(where, workspace, decoding_workspace_bytes(shape, call.num_splits),
+                          "for " + std::to_string(call.num_splits) + " splits", rules.workspace_bytes);
+  call.o_partial = static_cast<float*>(workspace.data);
+  call.lse_partial = call.o_partial + static_cast<std::size_t>(call.num_splits) * call.rows * call.d;
+  return call;
+}
+
+// The merge alone (lab 6's kernel 2 as an entry point of its own): the fp32 partial results of
+// num_splits >= 1 splits of `rows` >= 1 rows of 1 <= d <= the largest head dimension, merged into
+// O in one of the decoding's dtypes.
+inline void check_merge(const DecodingRules& rules, const float* o_partial, const float* lse_partial,
+                        const void* O, const float* lse, DType dtype, int rows, int num_splits, int d) {
+  const std::string where = rules.merge;
+  if (!o_partial || !lse_partial || !O || !lse)
+    throw BadInput(where + ": O_partial, lse_partial, O and lse must be non-null device pointers");
+  const int largest_d = detail::largest_head_dim(rules.forward);
+  if (rows < 1 || num_splits < 1 || d < 1 || d > largest_d)
+    throw BadInput(where + ": need rows >= 1, num_splits >= 1 and 1 <= d <= " + std::to_string(largest_d) +
+                   " (got rows=" + std::to_string(rows) + " num_splits=" + std::to_string(num_splits) +
+                   " d=" + std::to_string(d) + ")");
+  if (!detail::accepts_dtype(rules.forward, dtype))
+    throw BadInput(where + ": dtype must be " + detail::accepted_dtypes(rules.forward) + ", got " +
+                   dtype_name(dtype));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lab 7, parts 2 and 3: the backward pass, a forward call read back with its gradients
+// ---------------------------------------------------------------------------------------------
+
+// What the backward's two kernels accept, each as a forward's rules: the backward reads a
+// forward call's Q, K, V, O and lse under the same rules, and adds dO and the gradients dQ, dK
+// and dV (the shapes of O, Q, K and V, non-null and 16-byte aligned) and a workspace.
+struct BackwardRules {
+  ForwardRules cuda_cores;          // part 2's kernel
+  ForwardRules tensor_cores;        // part 3's kernel
+  const char* workspace_bytes = ""; // the function that sizes the workspace, for the messages
+};
+
+inline constexpr BackwardRules kLab7Rules{
+    .cuda_cores = {"lab7::flash_attention_backward", true, true, false, {64, 128, 0}},
+    .tensor_cores = {"lab7::flash_attention_backward", false, true, true, {64, 128, 0}},
+    .workspace_bytes = "lab7::backward_workspace_bytes"};
+
+// A backward call after its checks: the forward call whose outputs it reads (o and lse are the
+// backward's inputs, and only read), what the backward adds, and the workspace already cut into
+// the fp32 dQ accumulator and D.
+struct BackwardCall : ForwardCall {
+  const void* dout = nullptr;  // dO [B*H, Nq, d]
+  void* dq = nullptr;          // [B*H, Nq, d]
+  void* dk = nullptr;          // [B*H, Nk, d]
+  void* dv = nullptr;          // [B*H, Nk, d]
+  bool tensor_cores = false;   // which kernel computes the products (part 3's, or part 2's)
+  float* dq_accum = nullptr;   // the workspace's dQ accumulator [B*H*Nq, d], fp32
+  float* delta = nullptr;      // after it, D_i = rowsum(dO_i o O_i) [B*H*Nq], fp32
+};
+
+// Bytes of the backward's workspace, the fp32 dQ accumulator and D: B*H*Nq * (d + 1) floats.
+// Asks only what the size needs (B, H, Nq, d >= 1), so that a caller can size the buffer before
+// the call's own checks; throws BadInput naming rules.workspace_bytes otherwise.
+inline std::size_t backward_workspace_bytes(const BackwardRules& rules, const AttentionShape& shape) {
+  if (shape.B < 1 || shape.H < 1 || shape.Nq < 1 || shape.d < 1)
+    throw BadInput(std::string(rules.workspace_bytes) + ": B, H, Nq and d must be >= 1 (got B=" +
+                   std::to_string(shape.B) + " H=" + std::to_string(shape.H) + " Nq=" + std::to_string(shape.Nq) +
+                   " d=" + std::to_string(shape.d) + ")");
+  return static_cast<std::size_t>(shape.B) * shape.H * shape.Nq * (static_cast<std::size_t>(shape.d) + 1) *
+         sizeof(float);
+}
+
+namespace detail {
+// The first check of a backward call: does the chosen kernel take this dtype? The message says
+// which kernel does.
+inline void check_backward_kernel_dtype(const BackwardRules& rules, bool tensor_cores, DType dtype) {
+  const ForwardRules& kernel = tensor_cores ? rules.tensor_cores : rules.cuda_cores;
+  const ForwardRules& other = tensor_cores ? rules.cuda_cores : rules.tensor_cores;
+  if (accepts_dtype(kernel, dtype)) return;
+  std::string message = std::string(kernel.function) + ": the " + (tensor_cores ? "tensor-core" : "CUDA-core") +
+                        " kernel takes " + accepted_dtypes(kernel) + ", not " + dtype_name(dtype);
+  if (accepts_dtype(other, dtype))
+    message += std::string(" (") + dtype_name(dtype) + " runs on " +
+               (tensor_cores ? "CUDA cores: BackwardKernel::cuda_cores" : "tensor cores: BackwardKernel::tensor_cores") +
+               " or automatic)";
+  throw BadInput(message);
+}
+}  // namespace detail
+
+// Every input check of a backward call: the chosen kernel's dtype, check_forward's checks with
+// that kernel's rules (Q, K, V, O, lse, d, the shape, the scale), then the backward's own (dO
+// and the gradients, the workspace). tensor_cores: part 3's kernel, else part 2's.
+inline BackwardCall check_backward(const BackwardRules& rules, bool tensor_cores, const void* Q, const void* K,
+                                   const void* V, const void* O, const void* dO, const float* lse, void* dQ,
+                                   void* dK, void* dV, DType dtype, const AttentionShape& shape, bool causal,
+                                   float scale, const Workspace& workspace, cudaStream_t stream) {
+  detail::check_backward_kernel_dtype(rules, tensor_cores, dtype);
+  const ForwardRules& kernel = tensor_cores ? rules.tensor_cores : rules.cuda_cores;
+  const std::string where = kernel.function;
+  BackwardCall call;
+  // ForwardCall holds O and lse as the forward's outputs; the backward reads them only, and the
+  // kernels' parameters take them const.
+  static_cast<ForwardCall&>(call) = check_forward(kernel, Q, K, V, const_cast<void*>(O), const_cast<float*>(lse),
+                                                  dtype, shape, causal, scale, stream);
+  if (!dO || !dQ || !dK || !dV) throw BadInput(where + ": dO, dQ, dK and dV must be non-null device pointers");
+  if (!(detail::is_aligned16(dO) && detail::is_aligned16(dQ) && detail::is_aligned16(dK) &&
+        detail::is_aligned16(dV)))
+    throw BadInput(where + ": dO, dQ, dK and dV must be 16-byte aligned");
+  detail::check_workspace(where, workspace, backward_workspace_bytes(rules, shape), "", rules.workspace_bytes);
+
+  call.dout = dO, call.dq = dQ, call.dk = dK, call.dv = dV;
+  call.tensor_cores = tensor_cores;
+  call.dq_accum = static_cast<float*>(workspace.data);  // first: its rows of d floats stay 16-byte aligned
+  call.delta = call.dq_accum + static_cast<std::size_t>(call.batch_heads) * call.nq * call.d;
   return call;
 }
 
