@@ -51,9 +51,11 @@ struct DecodeOptions {
 // log. Arithmetic in fp32 (bf16 is converted once on load and O rounded once at the end).
 // A query row that sees no key (len = 0, or causal with len < Nq for the first rows) gets O = 0
 // and lse = -inf, never NaN. Launches two kernels on options.stream (the splits, then the
-// merge) and returns without synchronising. Throws course::BadInput for bad shapes, an
-// unsupported d, null pointers, num_splits < 0, or a workspace that is missing or too small,
-// and std::runtime_error (naming the call) when a CUDA call fails.
+// merge) and returns without synchronising. Throws course::BadInput for bad shapes (Nq outside
+// 1..16, B, H or Nk_max < 1, B * H > 65535), an unsupported d or dtype, null or misaligned
+// pointers, a scale that is negative or not finite, num_splits < 0, or a workspace that is
+// missing, misaligned or too small (the checks are course::check_decoding's, with kLab6Rules, in
+// course/attention.hpp), and std::runtime_error (naming the call) when a CUDA call fails.
 void split_kv_forward(const void* Q, const void* K, const void* V, void* O, float* lse,
                       DType dtype, const DecodeShape& shape, const DecodeOptions& options);
 

@@ -36,8 +36,11 @@
 // Conventions: a split with no key (beyond the batch element's length, more splits than keys, or
 // every key masked by causality) has LSE_s = -inf and O_s = 0 and merges to nothing. A query
 // row that sees no key at all gets O = 0 and LSE = -inf, as in lab 4. Never NaN.
+//
+// Input checks: course::check_decoding and check_merge with lab 6's rules (course/attention.hpp),
+// which return the checked call that the kernels' parameters are filled from.
+#include "course/attention.hpp"
 #include "course/errors.hpp"
-#include "course/softmax_scale.hpp"
 #include "course/lab6_decoding.hpp"
 
 #include <cuda_bf16.h>
@@ -46,23 +49,16 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <stdexcept>
-#include <string>
 
 namespace course::lab6 {
 namespace {
-
-// ---------------------------------------------------------------------------------------------
-// Host-side helpers (given). check_cuda comes from course/gpu.hpp.
-
-bool aligned16(const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0; }
 
 // ---------------------------------------------------------------------------------------------
 // Configuration (given).
 
 constexpr int kThreads = 128;  // 4 warps per CTA, both kernels
 [[maybe_unused]] constexpr int kWarps = kThreads / 32;
-constexpr int kMaxNq = 16;
+constexpr int kMaxNq = kLab6Rules.max_query_rows;  // 16: the most rows check_decoding lets through
 
 // Kernel 1's compile-time sizes. NQ is Nq rounded up to 1, 4 or 16: the per-thread state
 // (m, l and E columns of O for every query row) lives in registers, so its size must be known
@@ -248,24 +244,9 @@ int device_sm_count() {
   return sms;
 }
 
-void check_shape(const DecodeShape& shape, const char* function) {
-  const std::string f = function;
-  if (shape.d != 64 && shape.d != 128) {
-    throw BadInput(f + ": head dimension d = " + std::to_string(shape.d) +
-                   " is not supported (use 64 or 128)");
-  }
-  if (shape.Nq < 1 || shape.Nq > kMaxNq) {
-    throw BadInput(f + ": Nq = " + std::to_string(shape.Nq) +
-                   " query rows per head is outside 1..16 (longer queries are prefill: use lab 4 or 5)");
-  }
-  if (shape.B < 1 || shape.H < 1 || shape.Nk_max < 1) {
-    throw BadInput(f + ": B, H and Nk_max must be >= 1 (got B=" + std::to_string(shape.B) +
-                   " H=" + std::to_string(shape.H) + " Nk_max=" + std::to_string(shape.Nk_max) + ")");
-  }
-  if (static_cast<long long>(shape.B) * shape.H > 65535) {
-    throw BadInput(f + ": B * H must be <= 65535 (one grid row per head)");
-  }
-}
+// The decoding shape as the front door reads it: a forward call's shape whose Nk is the KV
+// cache's capacity.
+AttentionShape attention_shape(const DecodeShape& s) { return {s.B, s.H, s.Nq, s.Nk_max, s.d}; }
 
 }  // namespace
 
@@ -279,7 +260,7 @@ void check_shape(const DecodeShape& shape, const char* function) {
 // its slots as 2 CTAs per multiprocessor, and it skips split counts that leave the number of
 // key blocks per split unchanged.
 int choose_num_splits(const DecodeShape& shape, DType dtype, int sm_count) {
-  check_shape(shape, "choose_num_splits");
+  check_decoding_shape(kLab6Rules, "lab6::choose_num_splits", attention_shape(shape));
   constexpr int kMaxSplits = 128;
   constexpr int kMinKeysPerSplit = 256;
   const int per_sm = dtype == DType::fp32
@@ -305,29 +286,20 @@ int choose_num_splits(const DecodeShape& shape, DType dtype, int sm_count) {
   return best_splits;
 }
 
+// The size and the layout of the workspace are the front door's (course::decoding_workspace_bytes),
+// so that check_decoding checks the size that this function gives.
 std::size_t split_kv_workspace_bytes(const DecodeShape& shape, DType dtype, int num_splits) {
-  check_shape(shape, "split_kv_workspace_bytes");
-  if (num_splits < 0) throw BadInput("split_kv_workspace_bytes: num_splits must be >= 0");
+  check_decoding_shape(kLab6Rules, kLab6Rules.workspace_bytes, attention_shape(shape));
+  check_split_count(kLab6Rules.workspace_bytes, num_splits);
   const int s = num_splits > 0 ? num_splits : choose_num_splits(shape, dtype, device_sm_count());
-  const std::size_t rows = std::size_t(shape.B) * shape.H * shape.Nq;
-  return std::size_t(s) * rows * (std::size_t(shape.d) + 1) * sizeof(float);
+  return decoding_workspace_bytes(attention_shape(shape), s);
 }
 
 void merge_partials(const float* O_partial, const float* lse_partial, void* O, float* lse,
                     DType dtype, int rows, int num_splits, int d,
                     cudaStream_t stream) {
-  // Input checks (given).
-  if (O_partial == nullptr || lse_partial == nullptr || O == nullptr || lse == nullptr) {
-    throw BadInput("merge_partials: O_partial, lse_partial, O and lse must be non-null device pointers");
-  }
-  if (rows < 1 || num_splits < 1 || d < 1 || d > 128) {
-    throw BadInput("merge_partials: need rows >= 1, num_splits >= 1 and 1 <= d <= 128 (got rows=" +
-                   std::to_string(rows) + " num_splits=" + std::to_string(num_splits) +
-                   " d=" + std::to_string(d) + ")");
-  }
-  if (dtype != DType::fp32 && dtype != DType::bf16) {
-    throw BadInput("merge_partials: dtype must be fp32 or bf16");
-  }
+  // Input checks (given, course/attention.hpp).
+  check_merge(kLab6Rules, O_partial, lse_partial, O, lse, dtype, rows, num_splits, d);
   [[maybe_unused]] const MergeParams params{O_partial, lse_partial, O, lse, rows, num_splits, d};
 
   // TODO: merge_partials (see the lab README)
@@ -337,53 +309,35 @@ void merge_partials(const float* O_partial, const float* lse_partial, void* O, f
 
 void split_kv_forward(const void* Q, const void* K, const void* V, void* O, float* lse,
                       DType dtype, const DecodeShape& shape, const DecodeOptions& options) {
-  // Input checks (given): every message names the argument and the rule it broke.
-  if (Q == nullptr || K == nullptr || V == nullptr || O == nullptr || lse == nullptr) {
-    throw BadInput("split_kv_forward: Q, K, V, O and lse must be non-null device pointers");
-  }
-  check_shape(shape, "split_kv_forward");
-  if (dtype != DType::fp32 && dtype != DType::bf16) {
-    throw BadInput("split_kv_forward: dtype must be fp32 or bf16");
-  }
-  if (options.num_splits < 0) {
-    throw BadInput("split_kv_forward: num_splits = " + std::to_string(options.num_splits) +
-                   " (use >= 1, or 0 to let the library choose)");
-  }
-  if (!aligned16(Q) || !aligned16(K) || !aligned16(V) || !aligned16(O)) {
-    throw BadInput("split_kv_forward: Q, K, V and O must be 16-byte aligned");
-  }
-  const int num_splits = options.num_splits > 0
-                             ? options.num_splits
-                             : choose_num_splits(shape, dtype, device_sm_count());
-  const std::size_t needed = split_kv_workspace_bytes(shape, dtype, num_splits);
-  if (options.workspace == nullptr || !aligned16(options.workspace) || options.workspace_bytes < needed) {
-    throw BadInput("split_kv_forward: options.workspace must be a 16-byte aligned device buffer of at least " +
-                   std::to_string(needed) + " bytes for " + std::to_string(num_splits) +
-                   " splits (split_kv_workspace_bytes), got " + std::to_string(options.workspace_bytes));
-  }
+  // Input checks (given, course/attention.hpp): check_forward's (pointers, 16-byte alignment,
+  // dtype, d, B, H, Nq, Nk_max >= 1, B * H within the grid, the scale: 0 means 1/sqrt(d)) and the
+  // decoding's own (Nq <= 16, num_splits >= 0, the workspace's size for the split count). The
+  // checked call carries the split count, choose_num_splits' when options.num_splits is 0, and the
+  // workspace cut into the partial results O_s and LSE_s.
+  const DecodingCall call = check_decoding(
+      kLab6Rules, Q, K, V, O, lse, dtype, attention_shape(shape), options.causal, options.scale,
+      options.seqlens_k, options.num_splits, {options.workspace, options.workspace_bytes}, options.stream,
+      [&] { return choose_num_splits(shape, dtype, device_sm_count()); });
 
-  const int rows = shape.B * shape.H * shape.Nq;
   [[maybe_unused]] SplitParams params{};
-  params.q = Q;
-  params.k = K;
-  params.v = V;
-  params.seqlens_k = options.seqlens_k;
-  params.o_partial = static_cast<float*>(options.workspace);
-  params.lse_partial = params.o_partial + std::size_t(num_splits) * rows * shape.d;
-  params.heads = shape.H;
-  params.nq = shape.Nq;
-  params.nk_max = shape.Nk_max;
-  params.num_splits = num_splits;
-  params.rows = rows;
-  params.causal = options.causal;
-  // The scale's one rule (course/softmax_scale.hpp): 0 means 1/sqrt(d); negative or not finite
-  // is BadInput.
-  params.scale_log2 = softmax_scale(options.scale, shape.d, "split_kv_forward") * kLog2eF;
+  params.q = call.q;
+  params.k = call.k;
+  params.v = call.v;
+  params.seqlens_k = call.seqlens_k;
+  params.o_partial = call.o_partial;
+  params.lse_partial = call.lse_partial;
+  params.heads = call.heads;
+  params.nq = call.nq;
+  params.nk_max = call.nk;
+  params.num_splits = call.num_splits;
+  params.rows = call.rows;
+  params.causal = call.causal;
+  params.scale_log2 = call.scale_log2;
 
   // TODO: split_kv_forward (see the lab README)
   // Kernel 1 (launch_split_for_dtype<float> or <__nv_bfloat16>), then the merge
-  // (merge_partials) of params.o_partial and params.lse_partial into O and lse, both on
-  // options.stream: the merge runs after kernel 1 because a stream runs in order.
+  // (merge_partials) of the partial results call.o_partial and call.lse_partial into O and lse,
+  // both on call.stream: the merge runs after kernel 1 because a stream runs in order.
   throw course::NotImplemented("split_kv_forward", "labs/lab6_decoding/split_kv.cu");
 }
 
