@@ -87,19 +87,9 @@ enum class Kind { lab4, lab5, lab8, standard, gemm_peak };
 struct Impl {
   std::string name;
   Kind kind;
-  int version = 0;  // lab 5 or lab 8 Version, as an int
+  int version = 0;  // lab 5 or lab 8 Version, as an int (its place in kAllVersions: course/gpu_labs.def)
 };
 
-#if COURSE_HAVE_LAB5
-const course::lab5::Version kLab5Versions[] = {
-    course::lab5::Version::mma_only, course::lab5::Version::ldmatrix,
-    course::lab5::Version::swizzle, course::lab5::Version::pipelined,
-    course::lab5::Version::register_p, course::lab5::Version::exp2_fma,
-    course::lab5::Version::lazy_rescale};
-const char* const kLab5Names[] = {"mma_only", "ldmatrix", "swizzle", "pipelined",
-                                  "register_p", "exp2_fma", "lazy_rescale"};
-static_assert(std::size(kLab5Names) == std::size(kLab5Versions), "one name per version");
-#endif
 struct Options {
   std::string out;
   bool quick = false;
@@ -343,7 +333,7 @@ struct Bench {
           course::lab5::ForwardOptions fo;
           fo.causal = causal;
           fo.stream = stream;
-          fo.version = kLab5Versions[impl.version];
+          fo.version = course::lab5::kAllVersions[impl.version];
           course::lab5::flash_attention_forward(q[s]->get(), k[s]->get(), v[s]->get(), O, L,
                                                 DType::bf16, shape, fo);
           return true;
@@ -359,7 +349,7 @@ struct Bench {
           course::lab8::ForwardOptions fo;
           fo.causal = causal;
           fo.stream = stream;
-          fo.version = static_cast<course::lab8::Version>(impl.version);
+          fo.version = course::lab8::kAllVersions[impl.version];
           course::lab8::flash_attention_forward(q[s]->get(), k[s]->get(), v[s]->get(), O, L,
                                                 DType::bf16, shape, fo);
           return true;
@@ -547,7 +537,8 @@ int main(int argc, char** argv) {
   std::vector<Impl> all;
   all.push_back({"lab4", Kind::lab4});
 #if COURSE_HAVE_LAB5
-  for (int v = 0; v < int(std::size(kLab5Versions)); ++v) all.push_back({std::string("lab5:") + kLab5Names[v], Kind::lab5, v});
+  for (course::lab5::Version v : course::lab5::kAllVersions)
+    all.push_back({std::string("lab5:") + course::lab5::version_name(v), Kind::lab5, int(v)});
 #endif
 #if COURSE_HAVE_LAB8
   for (course::lab8::Version v : course::lab8::kAllVersions)

@@ -12,11 +12,16 @@ work. This fits the line by least squares over every N of a bench CSV, per imple
 dimension and masking, and prints P, N0 and the largest misfit (lecture 8, section 5).
 
 Usage: bench/fit_fixed_cost.py RESULTS.csv [--impls a,b] [--dtype bf16]
+       (default --impls: labs 8 and 5 at their best version, course/gpu_labs.def, torch:cudnn, torch:flash)
        bench/fit_fixed_cost.py --self-test     (recovers P and N0 from exact synthetic speeds)
 """
 import argparse
 import csv
+import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python", "course_attn"))
+import gpu_labs  # noqa: E402  (include/course/gpu_labs.def, the GPU labs' one list)
 
 
 def fit(points):
@@ -51,7 +56,8 @@ def self_test():
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("csv", nargs="?")
-    ap.add_argument("--impls", default="lab8:pingpong,torch:cudnn,torch:flash,lab5:lazy_rescale")
+    labs = gpu_labs.load()  # the shipped versions of labs 8 and 5, and PyTorch's two fastest
+    ap.add_argument("--impls", default=f"lab8:{labs.lab8_best},torch:cudnn,torch:flash,lab5:{labs.lab5_best}")
     ap.add_argument("--dtype", default="bf16")
     ap.add_argument("--self-test", action="store_true")
     args = ap.parse_args()

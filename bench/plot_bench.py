@@ -18,12 +18,17 @@ import re
 import sys
 from collections import defaultdict
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python", "course_attn"))
+import gpu_labs  # noqa: E402  (include/course/gpu_labs.def, the GPU labs' one list)
+
 NS = [512, 1024, 2048, 4096, 8192, 16384]
-LAB5_VERSIONS = ["mma_only", "ldmatrix", "swizzle", "pipelined", "register_p", "exp2_fma", "lazy_rescale"]
-LAB5_BEST = "lab5:lazy_rescale"  # course::lab5::Version::best
-LAB8_VERSIONS = ["wgmma", "tma", "pipelined", "warp_specialized", "causal_skip", "intra_wg_overlap",
-                 "pingpong", "exp2_poly"]  # course::lab8::Version, in order
-LAB8_BEST = "lab8:pingpong"  # course::lab8::Version::best
+# course::lab5::Version and course::lab8::Version in enum order, and each one's best, as
+# bench_attention names them (lab5:<name>, lab8:<name>).
+_LABS = gpu_labs.load()
+LAB5_VERSIONS = list(_LABS.lab5_versions)
+LAB5_BEST = f"lab5:{_LABS.lab5_best}"
+LAB8_VERSIONS = list(_LABS.lab8_versions)
+LAB8_BEST = f"lab8:{_LABS.lab8_best}"
 # The staircases: (lab, title, the bars from left to right). Each starts from what the lab
 # builds on: lab 5's from lab 4 (CUDA cores), lab 8's from lab 5's shipped kernel.
 STAIRCASES = [
@@ -285,14 +290,14 @@ LAB8_COLORS = ["#dadaeb", "#bcbddc", "#9e9ac8", "#807dba", "#6a51a3", "#54278f",
 def style(impl):
     if impl.startswith("lab5:"):
         v = impl[5:]
-        last = len(LAB5_VERSIONS) - 1  # the shipped version
-        i = LAB5_VERSIONS.index(v) if v in LAB5_VERSIONS else last
-        return dict(color=LAB5_COLORS[i], marker="o", lw=2.2 if i == last else 1.3,
-                    ms=5 if i == last else 3.5)
+        last = len(LAB5_VERSIONS) - 1
+        i = min(LAB5_VERSIONS.index(v) if v in LAB5_VERSIONS else last, len(LAB5_COLORS) - 1)
+        shipped = impl == LAB5_BEST  # the thick line is Version::best
+        return dict(color=LAB5_COLORS[i], marker="o", lw=2.2 if shipped else 1.3, ms=5 if shipped else 3.5)
     if impl.startswith("lab8:"):
         v = impl[5:]
         last = len(LAB8_VERSIONS) - 1
-        i = LAB8_VERSIONS.index(v) if v in LAB8_VERSIONS else last
+        i = min(LAB8_VERSIONS.index(v) if v in LAB8_VERSIONS else last, len(LAB8_COLORS) - 1)
         shipped = impl == LAB8_BEST  # the thick line is Version::best, not the newest step
         return dict(color=LAB8_COLORS[i], marker="s", lw=2.2 if shipped else 1.3, ms=5 if shipped else 3.5)
     # Anything else: grey, with a marker that is not the out-of-memory cross.

@@ -30,7 +30,7 @@ struct ForwardHandlers {
     options.causal = c.causal;
     options.scale = c.scale;
     options.stream = stream;
-    if (c.version >= 0) options.version = decltype(options.version)(c.version);  // else the lab's default, best
+    options.version = gpu_wire::choice_of(c, options.version);  // -1: the lab's default, best
     return options;
   }
 

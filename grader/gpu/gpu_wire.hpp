@@ -1,12 +1,13 @@
 // One kernel call of a GPU lab on the wire between the grader and the lab process: the shape and
-// options, and the inputs in their dtype's bits. Shared by the grader (gpu_harness.cpp) and the
-// lab processes of labs 4 and 5 (their serve.cpp).
+// options, and the inputs in their dtype's bits. Shared by the grader (gpu_harness.cpp,
+// grade_lab7.cpp) and the lab processes of the GPU labs (forward_handlers.hpp, serve_gpu.cpp).
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "course/gpu.hpp"
+#include "course/gpu_labs.hpp"  // the ints of lab 5's and 8's Version and lab 7's BackwardKernel
 #include "wire.hpp"
 
 namespace gpu_wire {
@@ -16,7 +17,10 @@ struct KernelCall {
   course::DType dtype = course::DType::fp32;
   bool causal = false;
   float scale = 0.0f;  // 0: 1/sqrt(d)
-  int version = -1;    // lab 5's staircase step; -1: the shipped version
+  // Which of the lab's kernels: lab 5's or lab 8's Version, lab 7's BackwardKernel, as
+  // course::gpu_labs::encode_choice writes it (its position in course/gpu_labs.def); -1: the
+  // lab's default (`best`, `automatic`). choice_of reads it back.
+  int version = course::gpu_labs::kDefaultChoice;
   std::size_t o_elements() const { return std::size_t(B) * H * Nq * d; }
   std::size_t lse_elements() const { return std::size_t(B) * H * Nq; }
 };
@@ -40,6 +44,14 @@ inline KernelCall get_call(isolation::Packet& p) {
   c.causal = p.get<std::uint8_t>() != 0;
   c.scale = p.get<float>();
   return c;
+}
+
+// The lab's choice that a call names: the lab process's one decoding of KernelCall::version.
+// `fallback` is the lab's default (what -1 stands for); a version that stands for no choice
+// throws std::invalid_argument.
+template <class Choice>
+Choice choice_of(const KernelCall& c, Choice fallback) {
+  return course::gpu_labs::decode_choice(c.version, fallback, "gpu_wire::KernelCall::version");
 }
 
 inline void put_bytes(isolation::Packet& p, const std::vector<std::uint8_t>& b) {

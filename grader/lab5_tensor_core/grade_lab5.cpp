@@ -18,23 +18,11 @@
 #include "lab_process.hpp"
 
 using course::lab5::Version;
+using course::lab5::version_name;
 using gpu_grading::Config;
 using course::DType;
 
 namespace {
-
-const char* version_name(Version v) {
-  switch (v) {
-    case Version::mma_only: return "mma_only";
-    case Version::ldmatrix: return "ldmatrix";
-    case Version::swizzle: return "swizzle";
-    case Version::pipelined: return "pipelined";
-    case Version::register_p: return "register_p";
-    case Version::exp2_fma: return "exp2_fma";
-    case Version::lazy_rescale: return "lazy_rescale";
-  }
-  return "?";
-}
 
 bool check(Config c, Version v = Version::best, std::uint64_t seed = grading::seed()) {
   c.version = int(v);
@@ -94,8 +82,7 @@ TEST_CASE("best: large shapes against the GPU fp64 reference" * grading::points(
 
 TEST_CASE("staircase: every version matches the reference" * grading::points(3)) {
   gpu_grading::require_device();
-  for (Version v : {Version::mma_only, Version::ldmatrix, Version::swizzle, Version::pipelined, Version::register_p,
-                    Version::exp2_fma, Version::lazy_rescale}) {
+  for (Version v : course::lab5::kAllVersions) {
     small_shapes(DType::bf16, v);
     Config c;
     c.B = 1;
@@ -148,8 +135,7 @@ TEST_CASE("races: compute-sanitizer finds no race, barrier misuse or bad access"
       {"flash_attention_forward", "bf16, fp16", {1, 2, 200, 64},
        "every version; " + shapes[0].describe() + "; " + shapes[1].describe()},
       [&] {
-        for (Version v : {Version::mma_only, Version::ldmatrix, Version::swizzle, Version::pipelined,
-                          Version::register_p, Version::exp2_fma, Version::lazy_rescale})
+        for (Version v : course::lab5::kAllVersions)
           for (const Config& c : shapes) check(c, v);
       });
 }

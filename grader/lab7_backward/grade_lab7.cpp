@@ -672,8 +672,14 @@ namespace {
 
 const char* kGpuFp32 = "gpu: fp32 matches the reference (d 64 and 128, N not a multiple of the tile)";
 
-// Which kernel a check grades (the call's `version` on the wire, see serve_gpu.cpp).
-enum class Kernel { cuda_cores = 0, tensor_cores = 1 };
+// Which kernel a check grades: course::lab7::BackwardKernel, whose header this grader cannot include
+// where CUDA is missing, so the same names from course/gpu_labs.def (an X-macro list: one
+// enumerator per COURSE_LAB7_KERNEL line). static_cast<int>(kernel) is then the call's `version`
+// on the wire, as course::gpu_labs::encode_choice writes it and serve_gpu.cpp reads it.
+enum class Kernel {
+#define COURSE_LAB7_KERNEL(name, python_name) name,
+#include "course/gpu_labs.def"
+};
 
 struct GpuProblem {
   int B = 1, H = 1, Nq = 1, Nk = 1, d = 64;

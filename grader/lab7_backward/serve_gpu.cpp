@@ -22,12 +22,10 @@ using isolation::Packet;
 
 course::AttentionShape shape_of(const gpu_wire::KernelCall& c) { return {c.B, c.H, c.Nq, c.Nk, c.d}; }
 
-// The call's `version` names the kernel: 0 CUDA cores (part 2), 1 tensor cores (part 3), -1 automatic.
+// The call's `version` names the kernel (course/gpu_labs.def's COURSE_LAB7_KERNEL lines; -1
+// automatic).
 course::lab7::BackwardKernel kernel_of(const gpu_wire::KernelCall& c) {
-  using course::lab7::BackwardKernel;
-  return c.version == 0 ? BackwardKernel::cuda_cores
-         : c.version == 1 ? BackwardKernel::tensor_cores
-                          : BackwardKernel::automatic;
+  return gpu_wire::choice_of(c, course::lab7::BackwardKernel::automatic);
 }
 
 // Request: the call, then Q, K, V, O, dO in the dtype's bits and lse as fp32 bytes. Reply: dQ, dK,

@@ -11,7 +11,10 @@
 namespace course::lab5 {
 
 // The staircase of versions that lecture 5 walks through; each is a kernel that is kept,
-// graded for correctness and benchmarked. `best` is the shipped one.
+// graded for correctness and benchmarked. `best` is the shipped one. The names, in this order,
+// are also in course/gpu_labs.def, the one list of the GPU labs' names that the graders,
+// `./course bench` and the PyTorch bridge read: a new step goes in both (course/gpu_labs.hpp
+// checks that they agree).
 enum class Version {
   mma_only,        // 1: mma.sync with fragments loaded element by element from shared memory
   ldmatrix,        // 2: + ldmatrix (and ldmatrix.trans for V)
@@ -22,6 +25,19 @@ enum class Version {
   lazy_rescale,    // 7: beyond FA2: O rescaled only when a row max grows by more than 2^8 (exact)
   best = lazy_rescale,
 };
+
+// Every version in staircase order, and its name (as the grader and `./course bench` print it:
+// lab5:<name>), read from course/gpu_labs.def: each COURSE_LAB5_VERSION line there becomes one
+// element here (that file explains how).
+inline constexpr Version kAllVersions[] = {
+#define COURSE_LAB5_VERSION(name) Version::name,
+#include "course/gpu_labs.def"
+};
+inline constexpr const char* kVersionNames[] = {
+#define COURSE_LAB5_VERSION(name) #name,
+#include "course/gpu_labs.def"
+};
+constexpr const char* version_name(Version v) { return kVersionNames[static_cast<int>(v)]; }
 
 struct ForwardOptions {
   bool causal = false;   // bottom-right aligned, as in lab 4
