@@ -47,9 +47,11 @@ std::size_t backward_workspace_bytes(const AttentionShape& shape);
 // `dtype` once, at the end. A query row that sees no key adds
 // nothing to any gradient and gets dQ = 0; a key that no query sees gets dK = dV = 0.
 // Launches its kernels on options.stream and returns without synchronising. Throws
-// course::BadInput for bad shapes, an unsupported d, a dtype the kernel does not take, null
-// pointers, or a workspace
-// that is missing or too small, and std::runtime_error (naming the call) when a CUDA call fails.
+// course::BadInput for bad shapes (B, H, Nq or Nk < 1, B * H > 65535), an unsupported d, a dtype
+// the kernel does not take, null or misaligned pointers, a scale that is negative or not finite,
+// or a workspace that is missing, misaligned or too small (the checks are course::check_backward's,
+// with kLab7Rules, in course/attention.hpp), and std::runtime_error (naming the call) when a CUDA
+// call fails.
 void flash_attention_backward(const void* Q, const void* K, const void* V, const void* O,
                               const void* dO, const float* lse, void* dQ, void* dK, void* dV,
                               DType dtype, const AttentionShape& shape,

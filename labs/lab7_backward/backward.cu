@@ -37,8 +37,8 @@
 // marker turns off the rows past the end of Q, and there it is essential: their scores are 0 and
 // not masked, so with LSE = -inf they would get P = exp2(0 + inf) = inf, and inf * 0 = NaN.
 #include "backward_gpu.cuh"
+#include "course/attention.hpp"
 #include "course/errors.hpp"
-#include "course/softmax_scale.hpp"
 #include "course/lab7_backward_gpu.hpp"
 
 #include <cuda_bf16.h>
@@ -47,7 +47,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <string>
 #include <type_traits>
 
 namespace course::lab7 {
@@ -281,69 +280,49 @@ void launch_for_d(const Params& p, DType dtype, const AttentionShape& shape, boo
   else launch_all<T, 128>(p, dtype, shape, tensor_cores, dq, stream);
 }
 
-bool aligned16(const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0; }
-
-std::string shape_text(const AttentionShape& s) {
-  return "B=" + std::to_string(s.B) + " H=" + std::to_string(s.H) + " Nq=" + std::to_string(s.Nq) +
-         " Nk=" + std::to_string(s.Nk) + " d=" + std::to_string(s.d);
+// Which kernel computes the products: the one asked for, or for `automatic` tensor cores for the
+// 16-bit types and CUDA cores for fp32.
+bool uses_tensor_cores(BackwardKernel kernel, DType dtype) {
+  return kernel == BackwardKernel::tensor_cores || (kernel == BackwardKernel::automatic && dtype != DType::fp32);
 }
 
 }  // namespace
 
+// The workspace's size and layout are the front door's (course/attention.hpp), so that
+// check_backward checks the size that this function gives.
 std::size_t backward_workspace_bytes(const AttentionShape& shape) {
-  if (shape.B < 1 || shape.H < 1 || shape.Nq < 1 || shape.d < 1)
-    throw BadInput("backward_workspace_bytes: B, H, Nq and d must be >= 1 (got " + shape_text(shape) + ")");
-  return static_cast<std::size_t>(shape.B) * shape.H * shape.Nq * (shape.d + 1) * sizeof(float);
+  return course::backward_workspace_bytes(kLab7Rules, shape);
 }
 
 void flash_attention_backward(const void* Q, const void* K, const void* V, const void* O, const void* dO,
                               const float* lse, void* dQ, void* dK, void* dV, DType dtype,
                               const AttentionShape& shape, const BackwardGpuOptions& options) {
-  // Input checks (given): every message names the argument and the rule it broke.
-  const char* f = "flash_attention_backward";
-  if (!Q || !K || !V || !O || !dO || !lse || !dQ || !dK || !dV)
-    throw BadInput(std::string(f) + ": Q, K, V, O, dO, lse, dQ, dK and dV must be non-null device pointers");
-  if (shape.d != 64 && shape.d != 128)
-    throw BadInput(std::string(f) + ": head dimension d = " + std::to_string(shape.d) +
-                   " is not supported (use 64 or 128)");
-  if (shape.B < 1 || shape.H < 1 || shape.Nq < 1 || shape.Nk < 1)
-    throw BadInput(std::string(f) + ": B, H, Nq and Nk must be >= 1 (got " + shape_text(shape) + ")");
-  if (static_cast<long long>(shape.B) * shape.H > 65535)
-    throw BadInput(std::string(f) + ": B * H must be <= 65535 (one grid row per head)");
-  const bool tensor_cores = options.kernel == BackwardKernel::tensor_cores ||
-                            (options.kernel == BackwardKernel::automatic && dtype != DType::fp32);
-  if (tensor_cores && dtype != DType::bf16 && dtype != DType::fp16)
-    throw BadInput(std::string(f) + ": the tensor-core kernel takes bf16 or fp16, not " + dtype_name(dtype) +
-                   " (fp32 runs on CUDA cores: BackwardKernel::cuda_cores or automatic)");
-  if (!tensor_cores && dtype != DType::fp32 && dtype != DType::bf16)
-    throw BadInput(std::string(f) + ": the CUDA-core kernel takes fp32 or bf16, not " + dtype_name(dtype) +
-                   " (fp16 runs on tensor cores: BackwardKernel::tensor_cores or automatic)");
-  for (const void* ptr : {Q, K, V, O, dO, static_cast<const void*>(dQ), static_cast<const void*>(dK),
-                          static_cast<const void*>(dV)})
-    if (!aligned16(ptr)) throw BadInput(std::string(f) + ": Q, K, V, O, dO, dQ, dK and dV must be 16-byte aligned");
-  const std::size_t need = backward_workspace_bytes(shape);
-  if (options.workspace == nullptr || options.workspace_bytes < need || !aligned16(options.workspace))
-    throw BadInput(std::string(f) + ": options.workspace must be a 16-byte aligned device buffer of at least " +
-                   std::to_string(need) + " bytes (backward_workspace_bytes), got " +
-                   std::to_string(options.workspace_bytes));
+  // Input checks (given, course/attention.hpp): the chosen kernel takes the dtype (fp32 or bf16
+  // on CUDA cores, bf16 or fp16 on tensor cores), then check_forward's checks of Q, K, V, O and
+  // lse (non-null, 16-byte aligned, d = 64 or 128, B, H, Nq, Nk >= 1, B * H within the grid, the
+  // scale: 0 means 1/sqrt(d)), then dO, dQ, dK and dV and the workspace's size. The checked call
+  // carries the workspace cut into the fp32 dQ accumulator and D.
+  const bool tensor_cores = uses_tensor_cores(options.kernel, dtype);
+  const BackwardCall call = check_backward(kLab7Rules, tensor_cores, Q, K, V, O, dO, lse, dQ, dK, dV, dtype, shape,
+                                           options.causal, options.scale,
+                                           {options.workspace, options.workspace_bytes}, options.stream);
 
   [[maybe_unused]] Params p{};
-  p.q = Q;
-  p.k = K;
-  p.v = V;
-  p.o = O;
-  p.dout = dO;
-  p.lse = lse;
-  p.dk = dK;
-  p.dv = dV;
-  // The accumulator first (16-byte aligned rows of d floats), then D.
-  p.dq_accum = static_cast<float*>(options.workspace);
-  p.delta = p.dq_accum + static_cast<std::int64_t>(shape.B) * shape.H * shape.Nq * shape.d;
-  p.nq = shape.Nq;
-  p.nk = shape.Nk;
-  p.causal = options.causal;
-  p.scale = softmax_scale(options.scale, shape.d, f);  // 0 means 1/sqrt(d) (course/softmax_scale.hpp)
-  p.scale_log2 = p.scale * kLog2eF;
+  p.q = call.q;
+  p.k = call.k;
+  p.v = call.v;
+  p.o = call.o;
+  p.dout = call.dout;
+  p.lse = call.lse;
+  p.dk = call.dk;
+  p.dv = call.dv;
+  p.dq_accum = call.dq_accum;
+  p.delta = call.delta;
+  p.nq = call.nq;
+  p.nk = call.nk;
+  p.causal = call.causal;
+  p.scale = call.scale;
+  p.scale_log2 = call.scale_log2;
 
   // TODO: flash_attention_backward (see the lab README)
   // Dispatch on dtype to launch_for_d<float>, <__nv_bfloat16> or <__half>, which picks the

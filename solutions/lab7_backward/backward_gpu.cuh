@@ -1,7 +1,8 @@
-// Lab 7, parts 2 and 3: what backward.cu (the CUDA-core kernels, the launches, the input checks)
-// and backward_tc.cu (the tensor-core kernel) share: the kernels' parameters, the atomic adds into
-// the dQ accumulator, and the launch of the tensor-core kernel, which backward.cu calls between
-// its kernel 1 (D and the zeroed dQ accumulator) and its kernel 3 (dQ converted to the dtype).
+// Lab 7, parts 2 and 3: what backward.cu (the CUDA-core kernels, the launches, the checked call
+// of course/attention.hpp) and backward_tc.cu (the tensor-core kernel) share: the kernels'
+// parameters, the atomic adds into the dQ accumulator, and the launch of the tensor-core kernel,
+// which backward.cu calls between its kernel 1 (D and the zeroed dQ accumulator) and its kernel 3
+// (dQ converted to the dtype).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -59,7 +60,7 @@ __device__ __forceinline__ void atomic_add_2(float* dst, float2 v) {
 }
 
 // Kernel 2 on tensor cores (backward_tc.cu): dK and dV written, dQ's share of every K/V tile added
-// into p.dq_accum. dtype bf16 or fp16, d = 64 or 128 (the caller has checked both).
+// into p.dq_accum. dtype bf16 or fp16, d = 64 or 128 (course::check_backward has checked both).
 void launch_tensor_core_kernel(const Params& p, DType dtype, const AttentionShape& shape, cudaStream_t stream);
 
 }  // namespace course::lab7::detail
