@@ -317,12 +317,9 @@ struct Bench {
         };
       case Kind::standard:
         return [this, O, L, causal, t, shape, impl](int s) {
-          course::lab4::ForwardOptions fo;
-          fo.causal = causal;
-          fo.stream = stream;
           const cudaError_t e = standard->forward(
               q[s]->get(), k[s]->get(), v[s]->get(), O, L,
-              t, shape, fo);
+              t, shape, causal, 0.0f, stream);
           if (e == cudaErrorMemoryAllocation) return false;
           check_cuda(e, "StandardAttention::forward");
           return true;

@@ -1,8 +1,8 @@
 // One attention call as the GPU labs receive it: what each lab accepts, and every input check
 // made once here, so that a lab states only its rules and its code starts from a call already
-// checked. The forward labs (4, 5 and 8) check with check_forward; lab 6's decoding
-// (check_decoding) and lab 7's backward (check_backward) are forward calls with more inputs,
-// checked by check_forward first and then for what they add. The softmax scale's one rule is in
+// checked. The forward labs (4, 5 and 8) and reference/gpu's standard attention check with
+// check_forward; lab 6's decoding (check_decoding) and lab 7's backward (check_backward) are
+// forward calls with more inputs, checked by check_forward first and then for what they add. The softmax scale's one rule is in
 // course/softmax_scale.hpp.
 //
 // Plain C++ (no Eigen, no device code): host code compiled by nvcc or by the host compiler

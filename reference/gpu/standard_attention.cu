@@ -2,8 +2,8 @@
 // (cuBLAS). See standard_attention.hpp.
 #include "standard_attention.hpp"
 
+#include "course/attention.hpp"
 #include "course/errors.hpp"
-#include "course/softmax_scale.hpp"
 #include "course/gpu.hpp"
 
 #include <cublas_v2.h>
@@ -114,20 +114,14 @@ std::size_t StandardAttention::score_bytes(const AttentionShape& shape, DType dt
 }
 
 cudaError_t StandardAttention::forward(const void* Q, const void* K, const void* V, void* O,
-                                       float* lse, DType dtype,
-                                       const AttentionShape& shape,
-                                       const lab4::ForwardOptions& options) {
-  if (Q == nullptr || K == nullptr || V == nullptr || O == nullptr) {
-    throw BadInput("StandardAttention::forward: Q, K, V and O must be non-null device pointers");
-  }
-  if (shape.B < 1 || shape.H < 1 || shape.Nq < 1 || shape.Nk < 1 || shape.d < 1) {
-    throw BadInput("StandardAttention::forward: B, H, Nq, Nk and d must be >= 1");
-  }
-  if (dtype != DType::fp32 && dtype != DType::bf16) {
-    throw BadInput("StandardAttention::forward: dtype must be fp32 or bf16");
-  }
-  const long long batch = static_cast<long long>(shape.B) * shape.H;
-  if (batch > (1LL << 31) - 1 || static_cast<long long>(shape.Nq) * batch > (1LL << 31) - 1) {
+                                       float* lse, DType dtype, const AttentionShape& shape,
+                                       bool causal, float scale_given, cudaStream_t stream) {
+  // The GPU labs' checks (course/attention.hpp); the scale comes back resolved.
+  const ForwardCall call = check_forward(kStandardAttentionRules, Q, K, V, O, lse, dtype, shape, causal,
+                                         scale_given, stream);
+  // One softmax CTA per row of S: the grid's x dimension counts B * H * Nq rows.
+  const long long batch = call.batch_heads;
+  if (static_cast<long long>(call.nq) * batch > (1LL << 31) - 1) {
     throw BadInput("StandardAttention::forward: B * H * Nq must fit in an int");
   }
 
@@ -148,13 +142,13 @@ cudaError_t StandardAttention::forward(const void* Q, const void* K, const void*
   }
 
   auto handle = static_cast<cublasHandle_t>(handle_);
-  check_cublas(cublasSetStream(handle, options.stream), "cublasSetStream");
-  const float scale = course::softmax_scale(options.scale, shape.d, "standard_attention");
+  check_cublas(cublasSetStream(handle, call.stream), "cublasSetStream");
+  const float scale = call.scale;
   const float zero = 0.0f;
   const float one = 1.0f;
-  const int nq = shape.Nq;
-  const int nk = shape.Nk;
-  const int d = shape.d;
+  const int nq = call.nq;
+  const int nk = call.nk;
+  const int d = call.d;
   const long long stride_q = static_cast<long long>(nq) * d;
   const long long stride_kv = static_cast<long long>(nk) * d;
   const long long stride_s = static_cast<long long>(nq) * nk;
@@ -172,8 +166,8 @@ cudaError_t StandardAttention::forward(const void* Q, const void* K, const void*
                                            static_cast<int>(batch)),
                  "cublasSgemmStridedBatched(S = scale * Q K^T)");
     softmax_rows_kernel<float>
-        <<<static_cast<unsigned>(batch * nq), kSoftmaxThreads, 0, options.stream>>>(
-            static_cast<float*>(scores_), lse, nq, nk, options.causal);
+        <<<static_cast<unsigned>(batch * nq), kSoftmaxThreads, 0, call.stream>>>(
+            static_cast<float*>(scores_), lse, nq, nk, call.causal);
     check_cuda(cudaGetLastError(), "softmax_rows_kernel<float><<<...>>> launch");
     check_cublas(cublasSgemmStridedBatched(handle, CUBLAS_OP_N, CUBLAS_OP_N, d, nq, nk, &one,
                                            static_cast<const float*>(V), d, stride_kv,
@@ -189,8 +183,8 @@ cudaError_t StandardAttention::forward(const void* Q, const void* K, const void*
                                             CUBLAS_GEMM_DEFAULT),
                  "cublasGemmStridedBatchedEx(S = scale * Q K^T, bf16)");
     softmax_rows_kernel<__nv_bfloat16>
-        <<<static_cast<unsigned>(batch * nq), kSoftmaxThreads, 0, options.stream>>>(
-            static_cast<__nv_bfloat16*>(scores_), lse, nq, nk, options.causal);
+        <<<static_cast<unsigned>(batch * nq), kSoftmaxThreads, 0, call.stream>>>(
+            static_cast<__nv_bfloat16*>(scores_), lse, nq, nk, call.causal);
     check_cuda(cudaGetLastError(), "softmax_rows_kernel<bf16><<<...>>> launch");
     check_cublas(cublasGemmStridedBatchedEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, d, nq, nk, &one, V,
                                             CUDA_R_16BF, d, stride_kv, scores_, CUDA_R_16BF, nk,

@@ -11,13 +11,18 @@
 // Plain C++ header: callers need no CUDA compiler and no cuBLAS headers. Link with -lcublas.
 #pragma once
 
+#include "course/attention.hpp"  // ForwardRules, check_forward
 #include "course/gpu.hpp"        // DType, AttentionShape
-#include "course/lab4_cuda.hpp"  // ForwardOptions
 
 #include <cstddef>
 #include <cuda_runtime_api.h>
 
 namespace course::reference::gpu {
+
+// What standard attention accepts, stated as the GPU labs state theirs (course/attention.hpp):
+// fp32 and bf16 (the dtypes it is the plain baseline of) at the labs' head dimensions.
+inline constexpr ForwardRules kStandardAttentionRules{"StandardAttention::forward", true, true, false,
+                                                      {32, 64, 128}};
 
 class StandardAttention {
  public:
@@ -26,15 +31,15 @@ class StandardAttention {
   StandardAttention(const StandardAttention&) = delete;
   StandardAttention& operator=(const StandardAttention&) = delete;
 
-  // Same layout and conventions as course::lab4::flash_attention_forward (bottom-right causal,
-  // scale 0 means 1/sqrt(d), a row that sees no key gets O = 0 and lse = -inf); any d >= 1;
-  // lse may be null. Runs on options.stream, without synchronising.
+  // The GPU labs' forward call, with their layout and conventions (bottom-right causal, scale 0
+  // means 1/sqrt(d), a row that sees no key gets O = 0 and lse = -inf), checked by
+  // course::check_forward with kStandardAttentionRules. Runs on `stream`, without synchronising.
   // Returns cudaSuccess, or cudaErrorMemoryAllocation (nothing launched, no sticky error) when
   // the score matrix does not fit in device memory. Throws course::BadInput for bad arguments
   // and std::runtime_error naming the call for any other CUDA or cuBLAS failure.
   cudaError_t forward(const void* Q, const void* K, const void* V, void* O, float* lse,
-                      DType dtype, const AttentionShape& shape,
-                      const lab4::ForwardOptions& options);
+                      DType dtype, const AttentionShape& shape, bool causal, float scale,
+                      cudaStream_t stream);
 
   // Bytes of the score matrix for this shape (what forward allocates, and keeps for reuse).
   static std::size_t score_bytes(const AttentionShape& shape, DType dtype);
