@@ -4,10 +4,20 @@ from __future__ import annotations
 import torch
 from torch.autograd.function import once_differentiable
 
-from ._ops import _check_causal, _check_tensors, backward, forward, kernel_scale
+from ._ops import TENSOR_CORE_HEAD_DIMS, _check_causal, _check_tensors, backward, forward, kernel_scale, lab8_runs_on
 
-# The forward kernel of each dtype: the one that saves the LSE lab 7 needs, in that dtype.
+# The forward kernel of each dtype: the one that saves the LSE lab 7 needs, in that dtype. For
+# bf16 and fp16, lab 8 replaces lab 5 where it runs (forward_kernel).
 FORWARD_KERNEL = {torch.float32: "lab4", torch.bfloat16: "lab5", torch.float16: "lab5"}
+
+
+def forward_kernel(q: torch.Tensor) -> str:
+    """The forward kernel attention() runs for q: lab 4 for fp32; for bf16 and fp16, lab 8 on an
+    sm_90 GPU (H100, H200) where the extension has it and d = 64 or 128, else lab 5."""
+    kernel = FORWARD_KERNEL[q.dtype]
+    if kernel == "lab5" and q.dim() == 4 and q.shape[-1] in TENSOR_CORE_HEAD_DIMS and lab8_runs_on(q.device):
+        return "lab8"
+    return kernel
 # Lab 7's GPU backward takes these (include/course/lab7_backward_gpu.hpp).
 GRADIENT_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 GRADIENT_HEAD_DIMS = (64, 128)
@@ -16,7 +26,7 @@ GRADIENT_HEAD_DIMS = (64, 128)
 class _Attention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, causal, scale):
-        o, lse = forward(q, k, v, causal=causal, scale=scale, kernel=FORWARD_KERNEL[q.dtype])
+        o, lse = forward(q, k, v, causal=causal, scale=scale, kernel=forward_kernel(q))
         # FlashAttention keeps O and the LSE, never P: lab 7 recomputes P = exp(S - LSE) tile by tile.
         ctx.save_for_backward(q, k, v, o, lse)
         ctx.causal = causal
@@ -44,8 +54,9 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = 
     Shapes, causal (bottom-right aligned) and scale as course_attn.forward; returns o only, like
     F.scaled_dot_product_attention.
 
-    Forward: fp32 -> lab 4, bf16 and fp16 -> lab 5. Both save the LSE, so the backward needs no
-    N x N matrix. Backward: lab 7's GPU kernels (FA2 Algorithm 2).
+    Forward (forward_kernel): fp32 -> lab 4; bf16 and fp16 -> lab 8 on an sm_90 GPU (H100, H200,
+    d = 64 or 128, lab 8 built), lab 5 elsewhere. Each saves the LSE (natural log), so the
+    backward needs no N x N matrix. Backward: lab 7's GPU kernels (FA2 Algorithm 2).
 
     Which inputs can have gradients: fp32, bf16 and fp16, with d = 64 or 128, because those are
     what lab 7's GPU backward takes: fp32 on CUDA cores (part 2), bf16 and fp16 on tensor cores

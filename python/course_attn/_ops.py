@@ -5,20 +5,41 @@ import math
 
 import torch
 
-from ._extension import extension
+from . import gpu_labs
+from ._extension import extension, includes_lab
 
-KERNELS = ("lab4", "lab5", "lab6")
+KERNELS = ("lab4", "lab5", "lab6", "lab8")
+
+# The names of each lab's choices and the ints the bindings take for them, read from
+# include/course/gpu_labs.def (the list C++ reads too; grader.gpu_labs_list checks that both
+# sides agree): the staircase steps of labs 5 and 8 (forward's version=) and lab 7's kernels
+# (backward's kernel=). A name not given is -1: the lab's default (best, automatic).
+VERSIONS = {"lab5": gpu_labs.load().choices("lab5"), "lab8": gpu_labs.load().choices("lab8")}
+BACKWARD_KERNELS = gpu_labs.load().choices("lab7")
+DEFAULT_CHOICE = gpu_labs.DEFAULT_CHOICE
 
 # Lab 6 is the decoding kernel: it takes at most this many query rows per head (its API).
 MAX_DECODING_QUERIES = 16
+# Lab 8 (wgmma, TMA) runs on compute capability 9.0 only (H100, H200): sm_90a code.
+LAB8_CAPABILITY = (9, 0)
+TENSOR_CORE_HEAD_DIMS = (64, 128)  # labs 5, 6 and 8 (and lab 7's backward)
+
+
+def lab8_runs_on(device: torch.device) -> bool:
+    """Whether lab 8 can run on `device`: a CUDA device of compute capability 9.0, and an
+    extension built with lab 8 (COURSE_ATTN_CUDA_ARCH includes 90, as by default)."""
+    return (device.type == "cuda" and torch.cuda.get_device_capability(device) == LAB8_CAPABILITY
+            and includes_lab(8))
 
 
 def choose_kernel(q: torch.Tensor) -> str:
     """The kernel that forward(kernel="auto") runs for q [B, H, Nq, d].
 
-    - fp16: lab 5, the only kernel with fp16 storage;
     - at most 16 query rows (decoding), fp32 or bf16, d = 64 or 128: lab 6, which splits the
       keys over many CTAs instead of giving each head's few rows a single one;
+    - bf16 or fp16, d = 64 or 128, on an sm_90 GPU (H100, H200) with lab 8 built: lab 8 (wgmma,
+      TMA), the fastest there;
+    - fp16: lab 5, the other kernel with fp16 storage;
     - bf16, d = 64 or 128: lab 5 (tensor cores);
     - anything else (fp32, or d = 32): lab 4.
     A dtype or head dimension that no kernel takes is reported by the kernel chosen.
@@ -26,13 +47,40 @@ def choose_kernel(q: torch.Tensor) -> str:
     if q.dim() != 4:
         return "lab4"  # which reports the shape
     dtype, nq, d = q.dtype, q.shape[2], q.shape[3]
+    if nq <= MAX_DECODING_QUERIES and d in TENSOR_CORE_HEAD_DIMS and dtype in (torch.float32, torch.bfloat16):
+        return "lab6"
+    if dtype in (torch.bfloat16, torch.float16) and d in TENSOR_CORE_HEAD_DIMS and lab8_runs_on(q.device):
+        return "lab8"
     if dtype == torch.float16:
         return "lab5"
-    if nq <= MAX_DECODING_QUERIES and d in (64, 128) and dtype in (torch.float32, torch.bfloat16):
-        return "lab6"
-    if dtype == torch.bfloat16 and d in (64, 128):
+    if dtype == torch.bfloat16 and d in TENSOR_CORE_HEAD_DIMS:
         return "lab5"
     return "lab4"
+
+
+def version_int(kernel: str, version) -> int:
+    """The int the bindings take for `version` of `kernel` (None: the lab's best)."""
+    if version is None:
+        return DEFAULT_CHOICE
+    if kernel not in VERSIONS:
+        raise ValueError(f"course_attn: version= names a step of lab 5's or lab 8's staircase; kernel {kernel!r} "
+                         "has no versions (give kernel='lab5' or 'lab8')")
+    if version not in VERSIONS[kernel]:
+        raise ValueError(f"course_attn: {kernel} has no version {version!r}; it has {', '.join(VERSIONS[kernel])}")
+    return VERSIONS[kernel][version]
+
+
+def _check_lab8_device(q: torch.Tensor) -> None:
+    """Lab 8 asked for where it cannot run: a clear error before any kernel."""
+    if not includes_lab(8):
+        raise RuntimeError("course_attn: lab 8 was not compiled into this extension: it is built for sm_90a when "
+                           "COURSE_ATTN_CUDA_ARCH includes 90 (the default), and COURSE_ATTN_CUDA_ARCH is "
+                           "set without it")
+    if q.device.type == "cuda" and torch.cuda.get_device_capability(q.device) != LAB8_CAPABILITY:
+        major, minor = torch.cuda.get_device_capability(q.device)
+        raise RuntimeError(f"course_attn: lab 8 needs a GPU of compute capability 9.0 (H100, H200: wgmma and TMA "
+                           f"are sm_90a instructions); {torch.cuda.get_device_name(q.device)} is sm_{major}{minor}. "
+                           "Use kernel='lab5' or 'auto'")
 
 
 def kernel_scale(scale) -> float:
@@ -59,7 +107,7 @@ def _check_causal(causal) -> bool:
 
 
 def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False, scale: float | None = None,
-            kernel: str = "auto") -> tuple[torch.Tensor, torch.Tensor]:
+            kernel: str = "auto", version: str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Attention O = softmax(scale * Q K^T) V with one of the course's forward kernels.
 
     q: [B, H, Nq, d]; k, v: [B, H, Nk, d]; contiguous CUDA tensors of one dtype.
@@ -69,8 +117,11 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = Fa
         and LSE = -inf.
     scale: the softmax scale, default 1/sqrt(d).
     kernel: "lab4" (CUDA cores; fp32, bf16; d = 32, 64, 128), "lab5" (tensor cores; bf16, fp16;
-        d = 64, 128), "lab6" (split-KV decoding; fp32, bf16; d = 64, 128; Nq <= 16), or "auto"
+        d = 64, 128), "lab6" (split-KV decoding; fp32, bf16; d = 64, 128; Nq <= 16), "lab8"
+        (Hopper: wgmma and TMA; bf16, fp16; d = 64, 128; an sm_90 GPU), or "auto"
         (choose_kernel).
+    version: for kernel="lab5" or "lab8", a step of the lab's staircase by name (VERSIONS, e.g.
+        "swizzle" or "pingpong"); None for the shipped one (Version::best).
 
     Returns (o, lse): o like q; lse [B, H, Nq] float32, the natural-log log-sum-exp of each
     row's scaled scores (what the backward pass needs). The kernel runs on the current CUDA
@@ -78,17 +129,25 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = Fa
     allocator. No autograd: see course_attn.attention for that.
 
     Raises TypeError for a dtype the kernel does not take, ValueError for a bad device, layout,
-    shape or head dimension (the lab's own message), NotImplementedError for a lab function
+    shape or head dimension (the lab's own message) or version, RuntimeError for lab 8 on a GPU
+    other than sm_90 (or an extension built without it), NotImplementedError for a lab function
     not written yet (COURSE_ATTN_SOURCES=labs).
     """
     _check_tensors(q=q, k=k, v=v)
     causal = _check_causal(causal)
     scale_arg = kernel_scale(scale)
+    if kernel == "auto" and version is not None:
+        raise ValueError("course_attn: version= needs an explicit kernel ('lab5' or 'lab8'), not 'auto'")
     name = choose_kernel(q) if kernel == "auto" else kernel
     if name not in KERNELS:
         raise ValueError(f"course_attn: kernel must be 'auto' or one of {', '.join(KERNELS)}, not {kernel!r}")
+    version_arg = version_int(name, version)
+    if name == "lab8":
+        _check_lab8_device(q)
     run = getattr(extension(), f"{name}_forward")
-    return run(q, k, v, causal, scale_arg)
+    if name == "lab6":  # one kernel, no versions
+        return run(q, k, v, causal, scale_arg)
+    return run(q, k, v, causal, scale_arg, version_arg)
 
 
 def backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor, do: torch.Tensor,
@@ -105,7 +164,6 @@ def backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
     """
     _check_tensors(q=q, k=k, v=v, o=o, do=do, lse=lse)
     causal = _check_causal(causal)
-    kernels = {"auto": 0, "cuda_cores": 1, "tensor_cores": 2}
-    if kernel not in kernels:
-        raise ValueError(f"course_attn.backward: kernel must be one of {sorted(kernels)}, not {kernel!r}")
-    return extension().lab7_backward(q, k, v, o, do, lse, causal, kernel_scale(scale), kernels[kernel])
+    if kernel not in BACKWARD_KERNELS:
+        raise ValueError(f"course_attn.backward: kernel must be one of {sorted(BACKWARD_KERNELS)}, not {kernel!r}")
+    return extension().lab7_backward(q, k, v, o, do, lse, causal, kernel_scale(scale), BACKWARD_KERNELS[kernel])

@@ -2,6 +2,9 @@
 
 Markers (every test module that needs more than PyTorch on the CPU sets one):
     gpu        needs a CUDA GPU, PyTorch with CUDA and nvcc (the kernels are compiled on first use)
+    lab8       needs what gpu needs, on a GPU of compute capability 9.0 (H100, H200), and an
+               extension built with lab 8 (COURSE_ATTN_CUDA_ARCH includes 90, as by default)
+    not_lab8   needs a GPU that lab 8 cannot run on (the error lab 8 gives there)
     extension  needs the compiled extension but no GPU (argument checks on CPU tensors)
 A test module also skips as a whole where PyTorch is missing (pytest.importorskip).
 
@@ -43,8 +46,37 @@ def missing_for_gpu() -> str | None:
     return missing_for_extension() or (None if torch.cuda.is_available() else "no CUDA GPU visible to PyTorch")
 
 
+def missing_for_lab8() -> str | None:
+    """Why lab 8 cannot run here, or None."""
+    missing = missing_for_gpu()
+    if missing:
+        return missing
+    from course_attn import _extension, _ops
+
+    if not _extension.includes_lab(8):
+        return "the extension is built without lab 8 (COURSE_ATTN_CUDA_ARCH does not include 90)"
+    if torch.cuda.get_device_capability() != _ops.LAB8_CAPABILITY:
+        major, minor = torch.cuda.get_device_capability()
+        return f"lab 8 needs a GPU of compute capability 9.0 (H100, H200); this one is sm_{major}{minor}"
+    return None
+
+
+def missing_for_not_lab8() -> str | None:
+    """Why the error of lab 8 on another GPU cannot be seen here, or None."""
+    missing = missing_for_gpu()
+    if missing:
+        return missing
+    from course_attn import _ops
+
+    if torch.cuda.get_device_capability() == _ops.LAB8_CAPABILITY:
+        return "this GPU runs lab 8 (compute capability 9.0)"
+    return None
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU, PyTorch with CUDA and nvcc")
+    config.addinivalue_line("markers", "lab8: needs an sm_90 GPU (H100, H200) and the extension built with lab 8")
+    config.addinivalue_line("markers", "not_lab8: needs a GPU other than sm_90")
     config.addinivalue_line("markers", "extension: needs the compiled extension (PyTorch with CUDA, nvcc), no GPU")
     if torch is not None:
         # fp32 yardsticks must be fp32: no TF32 in PyTorch's matrix products (the default, made sure).
@@ -53,7 +85,8 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    reasons = {"gpu": missing_for_gpu(), "extension": missing_for_extension()}
+    reasons = {"gpu": missing_for_gpu(), "lab8": missing_for_lab8(), "not_lab8": missing_for_not_lab8(),
+               "extension": missing_for_extension()}
     for item in items:
         for marker, reason in reasons.items():
             if reason and marker in item.keywords:

@@ -5,7 +5,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="PyTorch is not installed")
 
 import course_attn  # noqa: E402
-from course_attn import _extension  # noqa: E402
+from course_attn import _autograd, _extension, _ops, gpu_labs  # noqa: E402
 
 
 def q_of(dtype, nq, d):
@@ -100,3 +100,64 @@ def test_architectures(monkeypatch):
     monkeypatch.setenv("COURSE_ATTN_CUDA_ARCH", "sm_90")
     with pytest.raises(ValueError, match="COURSE_ATTN_CUDA_ARCH"):
         _extension.cuda_arch_flags()
+
+
+@pytest.mark.parametrize("dtype, nq, d, kernel", [
+    (torch.float16, 1, 64, "lab8"),       # fp16 decoding too: lab 6 takes no fp16
+    (torch.float16, 512, 128, "lab8"),
+    (torch.bfloat16, 512, 64, "lab8"),
+    (torch.bfloat16, 16, 64, "lab6"),     # decoding stays with lab 6
+    (torch.bfloat16, 512, 32, "lab4"),    # d = 32: lab 4 only
+    (torch.float32, 4096, 128, "lab4"),
+    (torch.float16, 512, 32, "lab5"),     # lab 8 does not take d = 32: lab 5 reports it
+])
+def test_choose_kernel_where_lab8_runs(monkeypatch, dtype, nq, d, kernel):
+    monkeypatch.setattr(_ops, "lab8_runs_on", lambda device: True)  # as on an H100 or H200
+    assert course_attn.choose_kernel(q_of(dtype, nq, d)) == kernel
+
+
+def test_lab8_never_runs_on_cpu_tensors():
+    assert not _ops.lab8_runs_on(torch.device("cpu"))
+    assert course_attn.forward_kernel(q_of(torch.bfloat16, 128, 64)) == "lab5"
+
+
+def test_attention_forward_kernel_where_lab8_runs(monkeypatch):
+    monkeypatch.setattr(_autograd, "lab8_runs_on", lambda device: True)
+    assert course_attn.forward_kernel(q_of(torch.bfloat16, 128, 64)) == "lab8"
+    assert course_attn.forward_kernel(q_of(torch.float16, 128, 128)) == "lab8"
+    assert course_attn.forward_kernel(q_of(torch.float32, 128, 64)) == "lab4"
+
+
+def test_names_come_from_the_list():
+    # include/course/gpu_labs.def, as C++ reads it too (grader.gpu_labs_list decodes these ints).
+    labs = gpu_labs.load()
+    assert course_attn.VERSIONS["lab5"] == {name: i for i, name in enumerate(labs.lab5_versions)}
+    assert course_attn.VERSIONS["lab8"] == {name: i for i, name in enumerate(labs.lab8_versions)}
+    assert course_attn.BACKWARD_KERNELS == {"auto": 0, "cuda_cores": 1, "tensor_cores": 2}
+    assert labs.lab5_best in labs.lab5_versions and labs.lab8_best in labs.lab8_versions
+
+
+def test_version_names_are_checked():
+    assert _ops.version_int("lab5", None) == gpu_labs.DEFAULT_CHOICE
+    assert _ops.version_int("lab8", "pingpong") == gpu_labs.load().lab8_versions.index("pingpong")
+    with pytest.raises(ValueError, match="has no versions"):
+        _ops.version_int("lab4", "swizzle")
+    with pytest.raises(ValueError, match="lab5 has no version 'pingpong'"):
+        _ops.version_int("lab5", "pingpong")
+    q = q_of(torch.bfloat16, 4, 64)
+    with pytest.raises(ValueError, match="explicit kernel"):
+        course_attn.forward(q, q, q, version="swizzle")
+
+
+def test_lab8_is_compiled_apart_for_sm90a(monkeypatch):
+    monkeypatch.delenv("COURSE_ATTN_CUDA_ARCH", raising=False)
+    assert not any(f.startswith("lab8_hopper/") for f in _extension.LAB_SOURCES)
+    assert [lab.number for lab in _extension.separate_labs()] == [8] and _extension.includes_lab(8)
+    assert _extension.separate_source_files("solutions", gpu_labs.load().lab(8))[0].endswith(
+        "solutions/lab8_hopper/flash_h100.cu")
+    monkeypatch.setenv("COURSE_ATTN_CUDA_ARCH", "80;89")  # an A100 and an RTX 4090: no lab 8
+    assert _extension.separate_labs() == [] and not _extension.includes_lab(8)
+    q = q_of(torch.bfloat16, 4, 64)
+    with pytest.raises(RuntimeError, match="lab 8 was not compiled"):
+        course_attn.forward(q, q, q, kernel="lab8")
+    assert _extension.includes_lab(5)

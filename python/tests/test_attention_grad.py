@@ -147,7 +147,8 @@ def test_both_backward_kernels_agree_within_the_band(dtype):
 def test_backward_called_directly_matches_autograd():
     q, k, v = qkv(1, 2, 64, 96, 128, BF16, seed=30)
     do = make_inputs([q.shape], BF16, seed=31)[0]
-    o, lse = course_attn.forward(q, k, v, causal=True, kernel="lab5")
+    # The forward attention() runs here (lab 8 on an sm_90 GPU, lab 5 elsewhere): the same o and lse.
+    o, lse = course_attn.forward(q, k, v, causal=True, kernel=course_attn.forward_kernel(q))
     dq, dk, dv = course_attn.backward(q, k, v, o, do, lse, causal=True)
     lq, lk, lv = leaves(q, k, v)
     course_attn.attention(lq, lk, lv, causal=True).backward(do)
@@ -155,6 +156,20 @@ def test_backward_called_directly_matches_autograd():
     # can move its rounding to bf16 by one ulp: at most 2^-7 of the largest element.
     assert torch.equal(dk, lk.grad) and torch.equal(dv, lv.grad)
     assert (dq.float() - lq.grad.float()).abs().max() <= 2 ** -7 * dq.float().abs().max()
+
+
+@pytest.mark.lab8
+@pytest.mark.parametrize("dtype", [BF16, F16], ids=lambda t: str(t).removeprefix("torch."))
+def test_lab8_forward_under_autograd(dtype):
+    # On an sm_90 GPU attention() runs lab 8's forward for 16-bit inputs; its LSE feeds lab 7.
+    q, k, v = qkv(1, 2, 150, 230, 64, dtype, seed=33)
+    assert course_attn.forward_kernel(q) == "lab8"
+    do = make_inputs([q.shape], dtype, seed=34)[0]
+    lq, lk, lv = leaves(q, k, v)
+    o = course_attn.attention(lq, lk, lv, causal=True)
+    assert torch.equal(o, course_attn.forward(q, k, v, causal=True, kernel="lab8")[0])
+    o.backward(do)
+    check_gradients(q, k, v, do, True, [lq.grad, lk.grad, lv.grad], f"{dtype} lab 8 forward, lab 7 backward")
 
 
 def test_double_backward_is_refused():

@@ -115,3 +115,45 @@ def test_still_working_after_the_errors():
     for kernel in ("lab4", "lab5", "lab6"):
         o, _ = course_attn.forward(q, k, v, kernel=kernel)
         assert torch.isfinite(o).all()
+
+
+@pytest.mark.lab8
+@pytest.mark.parametrize("dtype, d, error, match", [
+    (F32, 64, TypeError, "lab 8 takes torch.bfloat16 and torch.float16, not torch.float32"),
+    (BF16, 32, ValueError, "head dimension"),
+    (F16, 256, ValueError, "head dimension"),
+])
+def test_lab8_rejects_what_it_does_not_take(dtype, d, error, match):
+    q, k, v = qkv(1, 1, 8, 8, d, dtype, seed=10)
+    with pytest.raises(error, match=match):
+        course_attn.forward(q, k, v, kernel="lab8")
+    o, _ = course_attn.forward(*qkv(1, 1, 8, 8, 64, BF16, seed=10), kernel="lab8")  # and still works
+    assert torch.isfinite(o).all()
+
+
+@pytest.mark.lab8
+def test_lab8_layout():
+    q, k, v = qkv(1, 2, 8, 8, 64, BF16, seed=3)
+    with pytest.raises(ValueError, match="q is not contiguous"):
+        course_attn.forward(q.transpose(1, 2), k, v, kernel="lab8")
+    flat = torch.empty(q.numel() + 1, dtype=BF16, device="cuda")
+    shifted = flat[1:].view(q.shape).copy_(q)
+    with pytest.raises(ValueError, match="16-byte boundary"):
+        course_attn.forward(shifted, k, v, kernel="lab8")
+
+
+@pytest.mark.not_lab8
+def test_lab8_on_another_gpu_says_why():
+    q, k, v = qkv(1, 1, 8, 8, 64, BF16, seed=11)
+    with pytest.raises(RuntimeError, match="compute capability 9.0|not compiled"):
+        course_attn.forward(q, k, v, kernel="lab8")
+    assert course_attn.choose_kernel(q) != "lab8"
+
+
+@pytest.mark.gpu
+def test_bad_version_names():
+    q, k, v = qkv(1, 1, 8, 8, 64, BF16, seed=12)
+    with pytest.raises(ValueError, match="lab5 has no version 'pingpong'"):
+        course_attn.forward(q, k, v, kernel="lab5", version="pingpong")
+    with pytest.raises(ValueError, match="has no versions"):
+        course_attn.forward(q, k, v, kernel="lab4", version="swizzle")

@@ -42,7 +42,8 @@ def busy_default_stream():
 
 
 @pytest.mark.parametrize("kernel, dtype, nq", [("lab4", torch.float32, 100), ("lab5", torch.bfloat16, 100),
-                                               ("lab6", torch.bfloat16, 4)])
+                                               ("lab6", torch.bfloat16, 4),
+                                               pytest.param("lab8", torch.float16, 100, marks=pytest.mark.lab8)])
 def test_forward_on_a_side_stream(ext, kernel, dtype, nq):
     q, k, v = qkv(1, 2, nq, 300, 64, dtype, seed=41)
     expected = [t.cpu() for t in course_attn.forward(q, k, v, causal=True, kernel=kernel)]  # also warms up

@@ -1,7 +1,8 @@
 // The PyTorch side of the course's GPU kernels: checks torch tensors, then hands their device
 // pointers to the labs' C++ APIs (include/course/lab4_cuda.hpp, lab5_tensor_core.hpp,
-// lab6_decoding.hpp, lab7_backward_gpu.hpp) on PyTorch's current stream, with every output and
-// workspace taken from PyTorch's caching allocator.
+// lab6_decoding.hpp, lab7_backward_gpu.hpp, lab8_hopper.hpp) on PyTorch's current stream, with
+// every output and workspace taken from PyTorch's caching allocator. Lab 8 is bound only where
+// _extension.py compiled it (COURSE_ATTN_HAVE_LAB8: its sm_90a library was built and linked).
 //
 // Nothing here computes attention: every number comes from the lab code compiled beside this
 // file (solutions/ by default, your labs/ with COURSE_ATTN_SOURCES=labs; see _extension.py).
@@ -19,17 +20,24 @@
 
 #include <cmath>
 #include <cstdint>
-#include <initializer_list>
 #include <limits>
 #include <string>
 #include <tuple>
+#include <vector>
 
+#include "choices.hpp"  // the ints Python passes for a version or a backward kernel
+#include "course/attention.hpp"  // each forward lab's ForwardRules: the dtypes it takes
 #include "course/errors.hpp"
 #include "course/gpu.hpp"
 #include "course/lab4_cuda.hpp"
 #include "course/lab5_tensor_core.hpp"
 #include "course/lab6_decoding.hpp"
 #include "course/lab7_backward_gpu.hpp"
+#include "course/lab8_hopper.hpp"
+
+#ifndef COURSE_ATTN_HAVE_LAB8
+#define COURSE_ATTN_HAVE_LAB8 0
+#endif
 
 namespace py = pybind11;
 
@@ -64,8 +72,8 @@ std::string sizes_text(const at::Tensor& t) {
 }
 
 // The labs take fp32, bf16 or fp16 storage (course::DType); each lab only some of them.
-course::DType course_dtype(const at::Tensor& t, const std::string& function, const char* lab,
-                           std::initializer_list<at::ScalarType> accepted) {
+course::DType course_dtype(const at::Tensor& t, const std::string& function, const std::string& lab,
+                           const std::vector<at::ScalarType>& accepted) {
   std::string names;
   for (const at::ScalarType s : accepted) {
     if (t.scalar_type() == s) {
@@ -75,7 +83,7 @@ course::DType course_dtype(const at::Tensor& t, const std::string& function, con
     }
     names += (names.empty() ? "" : " and ") + dtype_name(s);
   }
-  bad_type(function, std::string(lab) + " takes " + names + ", not " + dtype_name(t.scalar_type()));
+  bad_type(function, lab + " takes " + names + ", not " + dtype_name(t.scalar_type()));
 }
 
 // What every tensor handed to a kernel must be: on a CUDA device, 4-D [B, H, N, d] (or the
@@ -172,40 +180,40 @@ at::Tensor empty_lse(const course::AttentionShape& s, const at::Tensor& like) {
   return at::empty({s.B, s.H, s.Nq}, like.options().dtype(at::kFloat));
 }
 
-// ---------------------------------------------------------------------------------------------
-// The four kernels.
+// The dtypes a forward lab takes, from its rules (course/attention.hpp), in torch's terms.
+std::vector<at::ScalarType> torch_dtypes(const course::ForwardRules& rules) {
+  std::vector<at::ScalarType> out;
+  if (rules.fp32) out.push_back(at::kFloat);
+  if (rules.bf16) out.push_back(at::kBFloat16);
+  if (rules.fp16) out.push_back(at::kHalf);
+  return out;
+}
 
-Tensors2 lab4_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal, double scale) {
-  const std::string f = "forward(kernel='lab4')";
+// ---------------------------------------------------------------------------------------------
+// The kernels.
+
+// Labs 4, 5 and 8: one binding for the three, whose APIs agree --
+// flash_attention_forward(Q, K, V, O, lse, dtype, shape, options), options with causal, scale and
+// stream, and (labs 5 and 8) the version of the staircase -- and whose dtypes are their rules'.
+// `version` is the int Python passes for a version's name (-1: the lab's best), read by
+// choices.hpp.
+template <int kLab, class Options, auto kForward, const course::ForwardRules& kRules>
+Tensors2 tiled_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal, double scale,
+                       int64_t version) {
+  const std::string lab = "lab" + std::to_string(kLab);
+  const std::string f = "forward(kernel='" + lab + "')";
   const course::AttentionShape shape = attention_shape(q, k, v, f);
-  const course::DType dtype = course_dtype(q, f, "lab 4", {at::kFloat, at::kBFloat16});
+  const course::DType dtype = course_dtype(q, f, "lab " + std::to_string(kLab), torch_dtypes(kRules));
   const float tau = kernel_scale(scale, f);
   const c10::cuda::CUDAGuard device(q.device());  // the current device is the tensors' device
   at::Tensor o = at::empty(q.sizes(), q.options());
   at::Tensor lse = empty_lse(shape, q);
-  course::lab4::ForwardOptions options;
+  Options options;
   options.causal = causal;
   options.scale = tau;
   options.stream = current_stream();
-  course::lab4::flash_attention_forward(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(),
-                                        lse.data_ptr<float>(), dtype, shape, options);
-  return {o, lse};
-}
-
-Tensors2 lab5_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal, double scale) {
-  const std::string f = "forward(kernel='lab5')";
-  const course::AttentionShape shape = attention_shape(q, k, v, f);
-  const course::DType dtype = course_dtype(q, f, "lab 5", {at::kBFloat16, at::kHalf});
-  const float tau = kernel_scale(scale, f);
-  const c10::cuda::CUDAGuard device(q.device());
-  at::Tensor o = at::empty(q.sizes(), q.options());
-  at::Tensor lse = empty_lse(shape, q);
-  course::lab5::ForwardOptions options;  // version: the shipped one (Version::best)
-  options.causal = causal;
-  options.scale = tau;
-  options.stream = current_stream();
-  course::lab5::flash_attention_forward(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(),
-                                        lse.data_ptr<float>(), dtype, shape, options);
+  course_attn::set_version(options, version, "course_attn." + f);
+  kForward(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), lse.data_ptr<float>(), dtype, shape, options);
   return {o, lse};
 }
 
@@ -282,10 +290,8 @@ Tensors3 lab7_backward(const at::Tensor& q, const at::Tensor& k, const at::Tenso
   options.workspace = scratch.data_ptr();
   options.workspace_bytes = bytes;
   options.stream = current_stream();
-  // 0 automatic (tensor cores for bf16 and fp16, CUDA cores for fp32), 1 CUDA cores, 2 tensor cores.
-  options.kernel = kernel == 1   ? course::lab7::BackwardKernel::cuda_cores
-                   : kernel == 2 ? course::lab7::BackwardKernel::tensor_cores
-                                 : course::lab7::BackwardKernel::automatic;
+  // The int Python passes for the kernel's name (course/gpu_labs.def's order; -1 automatic).
+  options.kernel = course_attn::backward_kernel(kernel, "course_attn.backward");
   course::lab7::flash_attention_backward(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), dout.data_ptr(),
                                          lse.data_ptr<float>(), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(), dtype,
                                          shape, options);
@@ -295,7 +301,7 @@ Tensors3 lab7_backward(const at::Tensor& q, const at::Tensor& k, const at::Tenso
 }  // namespace
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  m.doc() = "The course's attention kernels (labs 4-7) on torch tensors; use the course_attn package.";
+  m.doc() = "The course's attention kernels (labs 4-8) on torch tensors; use the course_attn package.";
 
   // The labs' exceptions as Python's: their messages are written for the caller. Registered
   // for this module only, so they come before any translator another module installed (and so
@@ -315,15 +321,29 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   const char* forward_doc =
       "(q, k, v, causal, scale) -> (o, lse): q [B, H, Nq, d], k and v [B, H, Nk, d], contiguous CUDA tensors; "
       "o like q, lse [B, H, Nq] float32 (natural log). scale 0 means 1/sqrt(d). Runs on the current stream.";
-  m.def("lab4_forward", &lab4_forward, forward_doc, py::arg("q"), py::arg("k"), py::arg("v"), py::arg("causal"),
-        py::arg("scale"));
-  m.def("lab5_forward", &lab5_forward, forward_doc, py::arg("q"), py::arg("k"), py::arg("v"), py::arg("causal"),
-        py::arg("scale"));
+  const char* versioned_doc =
+      "(q, k, v, causal, scale, version=-1) -> (o, lse): as lab6_forward; version: the staircase step's int "
+      "(course_attn.gpu_labs, course/gpu_labs.def), -1 for the shipped one.";
+  m.def("lab4_forward",
+        &tiled_forward<4, course::lab4::ForwardOptions, &course::lab4::flash_attention_forward, course::kLab4Rules>,
+        forward_doc, py::arg("q"), py::arg("k"), py::arg("v"), py::arg("causal"), py::arg("scale"),
+        py::arg("version") = -1);
+  m.def("lab5_forward",
+        &tiled_forward<5, course::lab5::ForwardOptions, &course::lab5::flash_attention_forward, course::kLab5Rules>,
+        versioned_doc, py::arg("q"), py::arg("k"), py::arg("v"), py::arg("causal"), py::arg("scale"),
+        py::arg("version") = -1);
+#if COURSE_ATTN_HAVE_LAB8
+  m.def("lab8_forward",
+        &tiled_forward<8, course::lab8::ForwardOptions, &course::lab8::flash_attention_forward, course::kLab8Rules>,
+        versioned_doc, py::arg("q"), py::arg("k"), py::arg("v"), py::arg("causal"), py::arg("scale"),
+        py::arg("version") = -1);
+#endif
+  m.attr("has_lab8") = py::bool_(COURSE_ATTN_HAVE_LAB8 != 0);
   m.def("lab6_forward", &lab6_forward, forward_doc, py::arg("q"), py::arg("k"), py::arg("v"), py::arg("causal"),
         py::arg("scale"));
   m.def("lab7_backward", &lab7_backward,
         "(q, k, v, o, do, lse, causal, scale, kernel) -> (dq, dk, dv): lab 7's GPU backward from the forward's o "
-        "and lse; kernel 0 automatic, 1 CUDA cores, 2 tensor cores.",
+        "and lse; kernel: the int of its name (course_attn.gpu_labs, course/gpu_labs.def), -1 automatic.",
         py::arg("q"), py::arg("k"), py::arg("v"), py::arg("o"), py::arg("do"), py::arg("lse"), py::arg("causal"),
-        py::arg("scale"), py::arg("kernel") = 0);
+        py::arg("scale"), py::arg("kernel") = -1);
 }
