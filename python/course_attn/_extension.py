@@ -160,7 +160,7 @@ def _load_separate_lab(cpp_extension, which: str, lab: gpu_labs.Lab, directory: 
     name = f"course_attn_lab{lab.number}_{which}"
     directory.mkdir(parents=True, exist_ok=True)
     with _build_lock(directory):
-        cpp_extension.load(
+        built = cpp_extension.load(
             name=name,
             sources=separate_source_files(which, lab),
             extra_include_paths=[str(REPO / "include")],
@@ -171,7 +171,8 @@ def _load_separate_lab(cpp_extension, which: str, lab: gpu_labs.Lab, directory: 
             verbose=verbose,
             is_python_module=False,  # a plain shared library, loaded here, linked by the extension
         )
-    library = directory / f"{name}.so"
+    # torch returns the library's path (older versions return None: then its usual name).
+    library = Path(built) if isinstance(built, str) else directory / f"{name}.so"
     if not library.is_file():
         raise RuntimeError(f"course_attn: building lab {lab.number} did not leave {library}")
     return library

@@ -103,7 +103,7 @@ def test_backward_arguments():
         course_attn.backward(q, k, v, o, o, lse[:, :1].contiguous())
     with pytest.raises(ValueError, match="must have q's shape"):
         course_attn.backward(q, k, v, o[:, :, :4].contiguous(), o, lse)
-    with pytest.raises(ValueError, match="head dimension d = 32"):
+    with pytest.raises(ValueError, match=r"head dimension d\b.*\b32"):
         q32, k32, v32 = qkv(1, 1, 8, 8, 32, BF16, seed=8)
         o32, lse32 = course_attn.forward(q32, k32, v32, kernel="lab4")
         course_attn.backward(q32, k32, v32, o32, o32, lse32)
