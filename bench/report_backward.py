@@ -53,7 +53,8 @@ def markdown(rows, gpu, commit):
              "bf16, B * N = 16k tokens, H * d = 2048. FLOPs: forward 4 B H N^2 d, backward 2.5x that, halved "
              "when causal. lab7 = the course's GPU backward on tensor cores (part 3, mma.sync); lab7 cc = on CUDA "
              "cores (part 2, fp32 arithmetic); torch:flash and torch:cudnn = PyTorch SDPA's backends, timed in the "
-             "same run. Ratio = lab7 / torch:flash. fwd+bwd = both passes' FLOPs over both passes' times (the "
+             "same run, their backward as torch.autograd.grad(o, (q, k, v), dO), which adds nothing into q.grad, "
+             "k.grad or v.grad (bench/bench_torch_backward.py). Ratio = lab7 / torch:flash. fwd+bwd = both passes' FLOPs over both passes' times (the "
              "course: lab 5's forward and lab 7's backward).", "",
              "| d | N | causal | lab7 bwd | lab7 cc bwd | torch:flash bwd | torch:cudnn bwd | lab7 / flash "
              "| lab5 fwd | flash fwd | course fwd+bwd | flash fwd+bwd | cuDNN fwd+bwd |",
@@ -101,12 +102,13 @@ def plot(rows, gpu, commit, path):
             ax.set_ylabel(f"{what} TFLOP/s")
             ax.set_title(f"{what}, {title}", fontsize=10)
             ax.grid(True, alpha=0.3)
-    axes[0][0].legend(fontsize=8)
-    axes[1][0].legend(fontsize=8)
+    # One legend per row, beside its last panel: inside a panel it hid the top curve's points.
+    for row in axes:
+        row[-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.03, 1.0), borderaxespad=0.0)
     fig.suptitle(f"Attention backward and forward + backward, bf16, B*N = 16k tokens, H*d = 2048 "
                  f"({gpu}, commit {commit})", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")  # "tight" keeps the legends beside the panels
     return True
 
 
