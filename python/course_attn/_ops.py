@@ -14,8 +14,9 @@ KERNELS = ("lab4", "lab5", "lab6", "lab8")
 # include/course/gpu_labs.def (the list C++ reads too; grader.gpu_labs_list checks that both
 # sides agree): the staircase steps of labs 5 and 8 (forward's version=) and lab 7's kernels
 # (backward's kernel=). A name not given is -1: the lab's default (best, automatic).
-VERSIONS = {"lab5": gpu_labs.load().choices("lab5"), "lab8": gpu_labs.load().choices("lab8")}
-BACKWARD_KERNELS = gpu_labs.load().choices("lab7")
+_LABS = gpu_labs.load()
+VERSIONS = {"lab5": _LABS.choices("lab5"), "lab8": _LABS.choices("lab8")}
+BACKWARD_KERNELS = _LABS.choices("lab7")
 DEFAULT_CHOICE = gpu_labs.DEFAULT_CHOICE
 
 # Lab 6 is the decoding kernel: it takes at most this many query rows per head (its API).
