@@ -360,9 +360,11 @@ void LabProcess::start() {
   std::vector<char*> tool_argv;
   for (auto& a : tool_args) tool_argv.push_back(a.data());
   tool_argv.push_back(nullptr);
-  // The environment of the lab process: nothing of ours, only what its libraries need.
+  // The environment of the lab process: nothing of ours, only what its libraries need, and
+  // COURSE_SHARED_MEMORY_PER_BLOCK (course/gpu.hpp: the GPU labs' tiles as a smaller GPU runs them).
   std::vector<std::string> env_strings = {"PATH=/usr/bin:/bin", "LC_ALL=C", "CUDA_CACHE_DISABLE=1"};
-  for (const char* keep : {"CUDA_VISIBLE_DEVICES", "COURSE_SANDBOX", "ASAN_OPTIONS", "UBSAN_OPTIONS"})
+  for (const char* keep : {"CUDA_VISIBLE_DEVICES", "COURSE_SANDBOX", "ASAN_OPTIONS", "UBSAN_OPTIONS",
+                           "COURSE_SHARED_MEMORY_PER_BLOCK"})
     if (const char* v = std::getenv(keep); v && !(tool_.size() && std::strcmp(keep, "COURSE_SANDBOX") == 0))
       env_strings.push_back(std::string(keep) + "=" + v);
   // Under a tool, the program's own copy of the filter (sandbox.cpp) is left out too: a tool's

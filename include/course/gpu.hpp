@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -60,6 +61,48 @@ namespace {
 inline void check_cuda(cudaError_t status, const char* what) {
   if (status != cudaSuccess) {
     throw std::runtime_error(std::string(what) + " failed: " + cudaGetErrorString(status));
+  }
+}
+
+// The least shared memory per block of the GPUs the course builds for (sm_80 and up): 99 KB on
+// an RTX 30 (sm_86), an RTX 40 or L4 (sm_89) and an RTX 50 (sm_120). A kernel that asks for more
+// needs a smaller tile configuration to fall back to (see shared_memory_per_block below).
+constexpr int kSmallestSharedMemoryPerBlock = 101376;
+
+// The dynamic shared memory one block may ask for on the current GPU (the opt-in limit,
+// cudaDevAttrMaxSharedMemoryPerBlockOptin): 227 KB on an H100 or H200, 163 KB on an A100,
+// 99 KB on an RTX 30 or 40, an L4 or an A10. Labs whose fastest tiles need more than the smaller
+// GPUs have pick smaller tiles from it at launch (labs 5 and 7).
+//
+// COURSE_SHARED_MEMORY_PER_BLOCK=bytes lowers it for this process, so that the tiles an A100
+// (166912) or an RTX GPU (101376) would run can be graded on a larger GPU (tools/gpu-check
+// small-gpus). It can only lower the limit: a GPU cannot give more than it has.
+inline int shared_memory_per_block() {
+  int device = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  int limit = 0;
+  check_cuda(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
+             "cudaDeviceGetAttribute(MaxSharedMemoryPerBlockOptin)");
+  if (const char* lowered = std::getenv("COURSE_SHARED_MEMORY_PER_BLOCK")) {
+    char* end = nullptr;
+    const long bytes = std::strtol(lowered, &end, 10);
+    if (end == lowered || *end != '\0' || bytes <= 0) {
+      throw std::runtime_error(std::string("COURSE_SHARED_MEMORY_PER_BLOCK='") + lowered +
+                               "' is not a number of bytes (e.g. 101376 for an RTX 4090)");
+    }
+    if (bytes < limit) limit = static_cast<int>(bytes);
+  }
+  return limit;
+}
+
+// Throws a message a student can act on when a kernel's tiles need more shared memory per block
+// than this GPU has, instead of the launch failing with "invalid argument".
+inline void require_shared_memory(int bytes, const char* kernel) {
+  const int limit = shared_memory_per_block();
+  if (bytes > limit) {
+    throw std::runtime_error(std::string(kernel) + " needs " + std::to_string(bytes) +
+                             " bytes of shared memory per block and this GPU allows " +
+                             std::to_string(limit) + " (COURSE_SHARED_MEMORY_PER_BLOCK lowers it)");
   }
 }
 

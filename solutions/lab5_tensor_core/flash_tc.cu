@@ -25,9 +25,15 @@ namespace course::lab5::detail {
 // so the CTAs running at one time share that head's K and V in L2.
 // Step is a step of the staircase (flash_tc_config.cuh); any other mix of its flags launches too.
 template <class Cfg, class Step, class T>
+constexpr int smem_bytes_of() {
+  return smem_elements<Cfg, Step>() * static_cast<int>(sizeof(T));
+}
+
+template <class Cfg, class Step, class T>
 void launch_forward(const KernelParams& params, int batch_heads, cudaStream_t stream) {
   const auto kernel = flash_tc_forward_kernel<Cfg, Step, T>;
-  const int smem_bytes = smem_elements<Cfg, Step>() * static_cast<int>(sizeof(T));
+  constexpr int smem_bytes = smem_bytes_of<Cfg, Step, T>();
+  require_shared_memory(smem_bytes, "lab 5's flash_tc_forward_kernel");
   // Above 48 KB a kernel must opt in to its dynamic shared memory.
   check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes),
              "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
@@ -66,11 +72,27 @@ using ShippedConfig =
     std::conditional_t<kHeadDim == 128, Cfg128,
                        std::conditional_t<Step::p_in_registers, Cfg64PInRegisters, Cfg64>>;
 
+// d = 128 on a GPU with less shared memory per block (an RTX 30 or 40 or an L4: 99 KB). At step 4
+// the 128-row Q tile, two stages of 64-key K and V tiles and the P slices take 112 KB; with 64
+// query rows per CTA (16 per warp) they take 88 KB. (Fewer keys per tile would not do: the
+// swizzled P slice needs rows of 64 keys.) Each K/V fragment then feeds one mma instead of two.
+using Cfg128SmallGpu = TileConfig<128, 64, 64, 4, 2>;
+
 template <int kHeadDim, Version kVersion, class T>
 void launch_shipped(const KernelParams& params, int batch_heads, cudaStream_t stream) {
   using Step = typename detail::StepOf<kVersion>::type;
   static_assert(Step::kVersion == kVersion, "StepOf maps each Version to its own step");
-  detail::launch_forward<ShippedConfig<kHeadDim, Step>, Step, T>(params, batch_heads, stream);
+  using Cfg = ShippedConfig<kHeadDim, Step>;
+  // Every step runs on every GPU from sm_80 on: a configuration that needs more shared memory
+  // than the smallest of them has a smaller one to fall back to, chosen at launch.
+  if constexpr (detail::smem_bytes_of<Cfg, Step, T>() > kSmallestSharedMemoryPerBlock) {
+    static_assert(detail::smem_bytes_of<Cfg128SmallGpu, Step, T>() <= kSmallestSharedMemoryPerBlock,
+                  "the fallback tiles must fit the GPU with the least shared memory per block");
+    if (detail::smem_bytes_of<Cfg, Step, T>() > shared_memory_per_block()) {
+      return detail::launch_forward<Cfg128SmallGpu, Step, T>(params, batch_heads, stream);
+    }
+  }
+  detail::launch_forward<Cfg, Step, T>(params, batch_heads, stream);
 }
 
 template <int kHeadDim, class T>

@@ -19,13 +19,14 @@
 // Line numbers are those of lecture 7's table of FA2 Algorithm 2.
 //
 // Work split inside a kernel-2 CTA (256 threads = 8 warps; tiles of kBr = 64 query rows and
-// kBc = 64 keys): thread t = 16 * ty + tx, ty and tx in [0, 16).
+// kBc = 64 keys, so kPer = 4; on GPUs with less shared memory 32 and 32, kPer = 2: see
+// TileConfig): thread t = 16 * ty + tx, ty and tx in [0, 16).
 //   * Scores S = Q_i K_j^T and dP = dO_i V_j^T: thread (ty, tx) computes rows ty + 16 a and
-//     keys tx + 16 b (a, b in [0, 4)), 16 entries of each, and writes P and dS to shared memory.
+//     keys tx + 16 b (a, b in [0, kPer)), kPer^2 entries of each, and writes P and dS to shared memory.
 //   * dV_j += P^T dO_i and dK_j += dS^T Q_i: the thread owns keys ty + 16 a and the columns
-//     4 tx .. 4 tx + 3 (and the same + 64 at d = 128), 16 or 32 accumulators of each.
-//   * dQ_i += dS K_j: the thread owns rows ty + 16 a and the same columns, and adds its 16 or 32
-//     values to the accumulator 4 at a time (atomic_add_4: one 4-wide atomic on sm_90, four
+//     4 tx .. 4 tx + 3 (and the same + 64 at d = 128), 4 kPer or 8 kPer accumulators of each.
+//   * dQ_i += dS K_j: the thread owns rows ty + 16 a and the same columns, and adds its 4 kPer or
+//     8 kPer values to the accumulator 4 at a time (atomic_add_4: one 4-wide atomic on sm_90, four
 //     scalar ones before).
 //
 // Numerics: fp32 on chip; bf16 is a storage format converted on load. The scores are formed in
@@ -57,14 +58,19 @@ namespace {
 
 constexpr int kThreads = 256;  // 8 warps per CTA of kernel 2
 constexpr int kSide = 16;      // ty and tx both run over 16
-constexpr int kBr = 64;        // query rows per tile (B_r)
-constexpr int kBc = 64;        // keys per tile (B_c)
-constexpr int kPer = kBr / kSide;  // 4: rows (or keys) per thread
-static_assert(kBr == kBc, "load_tile and the thread layout assume square tiles");
 
-template <int D>
+// The tiles of kernel 2 are kBlock x kBlock: kBr = 64 query rows and kBc = 64 keys where the
+// GPU's shared memory per block allows (102.5 KB at d = 64, 166.5 KB at d = 128: an H100 or
+// H200, and an A100 at d = 64), 32 x 32 elsewhere (43 KB and 75 KB: an RTX 30 or 40, an L4,
+// an A100 at d = 128). Smaller tiles load Q_i and dO_i twice as often per key and add into dQ
+// twice as often; the algorithm is the same.
+template <int D, int kBlock>
 struct TileConfig {
   static_assert(D == 64 || D == 128, "head dimension must be 64 or 128");
+  static_assert(kBlock == 64 || kBlock == 32, "tiles of 64 or 32 rows and keys");
+  static constexpr int kBr = kBlock;  // query rows per tile (B_r)
+  static constexpr int kBc = kBlock;  // keys per tile (B_c)
+  static constexpr int kPer = kBlock / kSide;  // rows (or keys) per thread: 4 or 2
   static constexpr int kChunks = D / (4 * kSide);  // float4 column chunks per thread: 1 or 2
   // Row pitches in floats. +4 floats shifts consecutive rows by four banks, so the float4 reads
   // of 16 different rows (the keys of S, the rows of dQ) spread over all 32 banks.
@@ -81,12 +87,12 @@ using detail::Params;        // backward_gpu.cuh: shared with the tensor-core ke
 // ---------------------------------------------------------------------------------------------
 // Device helpers (given).
 
-// Copies rows [0, kBr) of a row-major [*, D] block into a shared fp32 tile with row pitch
+// Copies rows [0, kRows) of a row-major [*, D] block into a shared fp32 tile with row pitch
 // `pitch`. Rows at or past `valid_rows` are zeros: a partial tile never reads out of bounds.
 // (The CTA's 256 threads share the loads: course::load_rows_fp32 in course/gpu.hpp.)
-template <int D, typename T>
+template <int kRows, int D, typename T>
 __device__ __forceinline__ void load_tile(float* tile, int pitch, const T* src, int valid_rows) {
-  load_rows_fp32<kBr, D, kThreads>(tile, pitch, src, valid_rows);
+  load_rows_fp32<kRows, D, kThreads>(tile, pitch, src, valid_rows);
 }
 
 __device__ __forceinline__ float4 load4(const float* src) { return *reinterpret_cast<const float4*>(src); }
@@ -124,13 +130,14 @@ __device__ __forceinline__ void load_row4(const float* src, float* dst) {
   dst[3] = x.w;
 }
 
-// out[a][b] = dot(A row ty + 16 a, B row tx + 16 b) over D columns, for a, b in [0, 4): a 4 x 4
-// block of A B^T, 4 columns at a time, so that 8 float4 reads from shared memory feed 64
-// multiply-adds. (S = Q_i K_j^T with A = Q_i, B = K_j; dP = dO_i V_j^T with A = dO_i, B = V_j.)
-template <int D>
-__device__ __forceinline__ void products_4x4(const float* A, const float* B, int ty, int tx,
-                                             float (&out)[kPer][kPer]) {
-  constexpr int kPitch = TileConfig<D>::kPitch;
+// out[a][b] = dot(A row ty + 16 a, B row tx + 16 b) over D columns, for a, b in [0, kPer): a
+// kPer x kPer block of A B^T, 4 columns at a time, so that (with kPer = 4) 8 float4 reads from
+// shared memory feed 64 multiply-adds. (S = Q_i K_j^T with A = Q_i, B = K_j; dP = dO_i V_j^T
+// with A = dO_i, B = V_j.) kPer comes from the size of `out`.
+template <int D, int kPer>
+__device__ __forceinline__ void products_block(const float* A, const float* B, int ty, int tx,
+                                               float (&out)[kPer][kPer]) {
+  constexpr int kPitch = D + 4;  // TileConfig's row pitch
 #pragma unroll
   for (int a = 0; a < kPer; ++a) {
 #pragma unroll
@@ -182,9 +189,12 @@ __global__ void dot_do_o_kernel(const Params p, std::int64_t rows) {
 // ---------------------------------------------------------------------------------------------
 // Kernel 2. Grid: (K/V tiles, B * H). One CTA = one K/V tile j of one (batch, head).
 
-template <typename T, int D>
+template <typename T, int D, int kBlock>
 __global__ void __launch_bounds__(kThreads) backward_kernel(const Params p) {
-  using Cfg = TileConfig<D>;
+  using Cfg = TileConfig<D, kBlock>;
+  constexpr int kBr = Cfg::kBr;
+  constexpr int kBc = Cfg::kBc;
+  constexpr int kPer = Cfg::kPer;
   constexpr int CH = Cfg::kChunks;
   constexpr int kPitch = Cfg::kPitch;
   constexpr int kPitchP = Cfg::kPitchP;
@@ -212,8 +222,8 @@ __global__ void __launch_bounds__(kThreads) backward_kernel(const Params p) {
   //! Line 6: load K_j and V_j (rows kv0 .. kv0 + kBc - 1 of this head) into k_s and v_s, once.
   //! Line 7: dK_j = dV_j = 0, in registers: dk[a][c] and dv[a][c] for this thread's keys
   //! ty + 16 a and columns 4 tx + 64 ch + u (c = 4 ch + u).
-  load_tile<D>(k_s, kPitch, static_cast<const T*>(p.k) + (k_head + kv0) * D, kv_rows);
-  load_tile<D>(v_s, kPitch, static_cast<const T*>(p.v) + (k_head + kv0) * D, kv_rows);
+  load_tile<kBc, D>(k_s, kPitch, static_cast<const T*>(p.k) + (k_head + kv0) * D, kv_rows);
+  load_tile<kBc, D>(v_s, kPitch, static_cast<const T*>(p.v) + (k_head + kv0) * D, kv_rows);
   float dk[kPer][4 * CH], dv[kPer][4 * CH];
 #pragma unroll
   for (int a = 0; a < kPer; ++a) {
@@ -237,8 +247,8 @@ __global__ void __launch_bounds__(kThreads) backward_kernel(const Params p) {
     //! LSE * log2(e)) and D_i into lse_s and delta_s. A row past the end of Q, or whose
     //! LSE = -inf (it sees no key), gets +inf in lse_s: its P row becomes exp2(S - inf) = 0.
     const int q_rows = min(kBr, p.nq - q0);
-    load_tile<D>(q_s, kPitch, static_cast<const T*>(p.q) + (q_head + q0) * D, q_rows);
-    load_tile<D>(do_s, kPitch, static_cast<const T*>(p.dout) + (q_head + q0) * D, q_rows);
+    load_tile<kBr, D>(q_s, kPitch, static_cast<const T*>(p.q) + (q_head + q0) * D, q_rows);
+    load_tile<kBr, D>(do_s, kPitch, static_cast<const T*>(p.dout) + (q_head + q0) * D, q_rows);
     if (threadIdx.x < kBr) {
       const int r = static_cast<int>(threadIdx.x);
       const float lse = r < q_rows ? p.lse[q_head + q0 + r] : -INFINITY;
@@ -252,11 +262,12 @@ __global__ void __launch_bounds__(kThreads) backward_kernel(const Params p) {
     //! Lines 10-11: S_ij = tau Q_i K_j^T (here in base 2: times p.scale_log2) and P_ij =
     //! exp2(S_ij - LSE_i), with masked scores (keys past Nk; with causal, key > row + diag)
     //! giving P = 0. Line 13: dP_ij = dO_i V_j^T. Line 14: dS_ij = P_ij (dP_ij - D_i).
-    //! Thread (ty, tx) does rows ty + 16 a and keys tx + 16 b as a 4 x 4 block (products_4x4),
+    //! Thread (ty, tx) does rows ty + 16 a and keys tx + 16 b as a kPer x kPer block
+    //! (products_block),
     //! and writes P and dS to p_s and ds_s for the products below.
     float s[kPer][kPer], dp[kPer][kPer];
-    products_4x4<D>(q_s, k_s, ty, tx, s);
-    products_4x4<D>(do_s, v_s, ty, tx, dp);
+    products_block<D>(q_s, k_s, ty, tx, s);
+    products_block<D>(do_s, v_s, ty, tx, dp);
 #pragma unroll
     for (int a = 0; a < kPer; ++a) {
       const int r = ty + kSide * a;
@@ -368,6 +379,19 @@ __global__ void convert_dq_kernel(const float* accum, T* dq, std::int64_t quads,
 // ---------------------------------------------------------------------------------------------
 // Launches (given).
 
+template <typename T, int D, int kBlock>
+void launch_backward_kernel(const Params& p, const AttentionShape& shape, cudaStream_t stream) {
+  using Cfg = TileConfig<D, kBlock>;
+  require_shared_memory(Cfg::kSmemBytes, "lab 7's backward_kernel");
+  // More than 48 KB of dynamic shared memory must be asked for explicitly.
+  check_cuda(cudaFuncSetAttribute(backward_kernel<T, D, kBlock>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  Cfg::kSmemBytes),
+             "cudaFuncSetAttribute(backward_kernel, MaxDynamicSharedMemorySize)");
+  const dim3 grid(static_cast<unsigned>((shape.Nk + Cfg::kBc - 1) / Cfg::kBc), static_cast<unsigned>(shape.B * shape.H));
+  backward_kernel<T, D, kBlock><<<grid, kThreads, Cfg::kSmemBytes, stream>>>(p);
+  check_cuda(cudaGetLastError(), "backward_kernel<<<...>>> launch");
+}
+
 // Kernel 1, kernel 2 (on CUDA cores, or part 3's on tensor cores) and kernel 3, all on `stream`.
 template <typename T, int D>
 void launch_all(const Params& p, DType dtype, const AttentionShape& shape, bool tensor_cores, void* dq,
@@ -382,13 +406,14 @@ void launch_all(const Params& p, DType dtype, const AttentionShape& shape, bool 
   if (tensor_cores) {
     detail::launch_tensor_core_kernel(p, dtype, shape, stream);  // backward_tc.cu
   } else if constexpr (!std::is_same_v<T, __half>) {  // (the CUDA-core kernel takes no fp16)
-    using Cfg = TileConfig<D>;
-    // More than 48 KB of dynamic shared memory must be asked for explicitly.
-    check_cuda(cudaFuncSetAttribute(backward_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes),
-               "cudaFuncSetAttribute(backward_kernel, MaxDynamicSharedMemorySize)");
-    const dim3 grid(static_cast<unsigned>((shape.Nk + kBc - 1) / kBc), static_cast<unsigned>(shape.B * shape.H));
-    backward_kernel<T, D><<<grid, kThreads, Cfg::kSmemBytes, stream>>>(p);
-    check_cuda(cudaGetLastError(), "backward_kernel<<<...>>> launch");
+    // 64 x 64 tiles where this GPU has the shared memory for them, else 32 x 32 (TileConfig).
+    static_assert(TileConfig<D, 32>::kSmemBytes <= kSmallestSharedMemoryPerBlock,
+                  "the small tiles must fit every GPU from sm_80 on");
+    if (TileConfig<D, 64>::kSmemBytes <= shared_memory_per_block()) {
+      launch_backward_kernel<T, D, 64>(p, shape, stream);
+    } else {
+      launch_backward_kernel<T, D, 32>(p, shape, stream);
+    }
   }
 
   const std::int64_t quads = q_rows * D / 4;

@@ -6,7 +6,8 @@
 // tile layout and the fragment loads are lab 5's, from include/course/mma_sm80.cuh.
 //
 // Reading guide. One CTA owns a K/V tile of kBc keys of one (batch, head): 128 keys and 8 warps at
-// d = 128 (FA2's shape), 64 keys and 4 warps at d = 64; warp w owns keys 16 w .. 16 w + 15 of it.
+// d = 128 (FA2's shape; 64 keys and 4 warps on a GPU with less shared memory, see TcTiles), 64
+// keys and 4 warps at d = 64; warp w owns keys 16 w .. 16 w + 15 of it.
 // The CTA walks over the query tiles (kBr = 64 rows) that can see its keys. For each, warp w
 // computes, for its 16 keys and the tile's 64 queries,
 //   S^T  = K_w Q_i^T        and  P^T  = exp2(S^T tau log2(e) - LSE_i log2(e))    (lines 10-11)
@@ -22,6 +23,8 @@
 //
 // Pipelining: K_j and V_j are loaded once; Q_i and dO_i (and the rows' LSE and D) come in two
 // shared-memory stages: while the CTA computes on query tile i, cp.async brings tile i + 1 in.
+// Where shared memory allows only one stage, tile i + 1 comes in during tile i's dQ step, the
+// first moment no warp reads Q_i or dO_i any more.
 //
 // Numerics. As FlashAttention-2: S, P, dP and dS in fp32 registers; P and dS rounded once to the
 // 16-bit type to be the tensor cores' operands; every product accumulated in fp32; dK and dV
@@ -52,32 +55,44 @@ constexpr int kQueryTiles = kBr / 8;    // 8-wide n-tiles of S^T: 8
 constexpr int kQuerySlabs = kBr / 16;   // 16-wide k-slabs of P^T dO: 4
 constexpr int kRowGroups = kBr / 16;    // 16-row groups of dQ_i: 4
 
-// The CTA's shape for a head dimension. At d = 128 a CTA owns 128 keys with 8 warps, as FA2's
-// backward does: every Q_i and dO_i tile it loads serves twice as many keys, and every dQ row
-// receives half as many rounds of atomic adds, as with 64 keys; at d = 64, 4 warps and 64 keys
-// (two CTAs fit on an SM).
-template <int D>
+// The CTA's shape: kWarps warps of 16 keys each, and kQStages shared-memory stages of Q_i and
+// dO_i. At d = 128 a CTA owns 128 keys with 8 warps, as FA2's backward does: every Q_i and dO_i
+// tile it loads serves twice as many keys, and every dQ row receives half as many rounds of
+// atomic adds, as with 64 keys; at d = 64, 4 warps and 64 keys (two CTAs fit on an SM). Both with
+// two stages: 145 KB of shared memory at d = 128 (an A100, H100 or H200 has it), 57 KB at d = 64.
+template <int D, int kWarps_ = (D == 128 ? 8 : 4), int kQStages_ = 2>
 struct TcTiles {
   static_assert(D == 64 || D == 128, "head dimension must be 64 or 128");
-  static constexpr int kWarps = D == 128 ? 8 : 4;
+  static_assert(kQStages_ == 1 || kQStages_ == 2, "one or two stages of Q_i and dO_i");
+  static constexpr int kHeadDim = D;
+  static constexpr int kWarps = kWarps_;
+  static constexpr int kQStages = kQStages_;
   static constexpr int kThreads = 32 * kWarps;
   static constexpr int kBc = kKeysPerWarp * kWarps;  // keys per CTA (B_c): 64 or 128
   static constexpr int kKeySlabs = kBc / 16;         // 16-wide k-slabs of dS K
-  static constexpr int kMinBlocks = D == 128 ? 1 : 2;  // for __launch_bounds__
+  static constexpr int kMinBlocks = kWarps == 8 ? 1 : 2;  // for __launch_bounds__
   // The dQ step: warp w takes the 16 query rows of group w % 4 and, when there are 8 warps, one
-  // half of the head dimension (w / 4).
+  // half of the head dimension (w / 4). It adds at most 8 n-tiles (64 columns) at a time, so that
+  // its accumulators fit beside dK and dV: with 4 warps at d = 128, a warp's 128 columns take two
+  // passes.
   static constexpr int kDimSplits = kWarps / kRowGroups;
   static_assert(kWarps % kRowGroups == 0, "the dQ step gives each warp 16 query rows");
   static constexpr int kDimTiles = D / 8;                  // 8-wide n-tiles of dV, dK
-  static constexpr int kDqDimTiles = kDimTiles / kDimSplits;  // ... of one warp's share of dQ
+  static constexpr int kDqDimTiles = kDimTiles / kDimSplits > 8 ? 8 : kDimTiles / kDimSplits;  // per pass
+  static constexpr int kDqPasses = kDimTiles / kDimSplits / kDqDimTiles;
   static constexpr int kDimSteps = D / 16;                 // 16-wide k-steps of S^T and dP^T
   static constexpr int kKvTile = kBc * D;  // elements of the K or V tile
   static constexpr int kQTile = kBr * D;   // elements of a Q or dO tile
-  // K, V, two stages of Q and of dO, and dS^T (kBc x kBr), all 16-bit; then two stages of the
+  // K, V, the stages of Q and of dO, and dS^T (kBc x kBr), all 16-bit; then the stages of the
   // rows' base-2 LSE and of D (floats).
-  static constexpr int kHalfs = 2 * kKvTile + 4 * kQTile + kBc * kBr;
-  static constexpr int kSmemBytes = kHalfs * 2 + 4 * kBr * static_cast<int>(sizeof(float));
+  static constexpr int kHalfs = 2 * kKvTile + 2 * kQStages * kQTile + kBc * kBr;
+  static constexpr int kSmemBytes = kHalfs * 2 + 2 * kQStages * kBr * static_cast<int>(sizeof(float));
 };
+
+// d = 128 on a GPU with less shared memory per block (an RTX 30 or 40 or an L4: 99 KB): 4 warps
+// and 64 keys, and one stage of Q_i and dO_i, 72.5 KB. (Two stages would take 105 KB; FA2's
+// backward drops its second stage on these GPUs too.)
+using TcTilesSmallGpu = TcTiles<128, 4, 1>;
 
 // ---------------------------------------------------------------------------------------------
 // Device helpers (given).
@@ -259,10 +274,10 @@ __device__ __forceinline__ void load_ds_fragment(uint32_t (&a)[4], const T* ds_s
 // (query0 .. + 15 of the tile) and head-dimension columns dim0 .. dim0 + 8 kDqDimTiles - 1, added
 // into the fp32 accumulator two floats at a time (atomic_add_2: one 8-byte atomic on sm_90, two
 // 4-byte ones before).
-template <int D, class T>
+template <class Tiles, class T>
 __device__ __forceinline__ void accumulate_dq(const T* ds_s, const T* k_s, float* dq_rows, int query0, int dim0,
                                               int valid_rows, int lane) {
-  using Tiles = TcTiles<D>;
+  constexpr int D = Tiles::kHeadDim;
   // BEGIN SOLUTION accumulate_dq device Algorithm 2 line 15
   //! dq[n] (n over the warp's kDqDimTiles 8-wide tiles from dim0) = sum over the kKeySlabs key
   //! slabs kk of dS(query0.., 16 kk..) (load_ds_fragment) times K(16 kk.., dims)
@@ -302,9 +317,9 @@ __device__ __forceinline__ void accumulate_dq(const T* ds_s, const T* k_s, float
 // ---------------------------------------------------------------------------------------------
 // Kernel 2 on tensor cores. Grid: (K/V tiles, B * H). One CTA = one K/V tile j of one head.
 
-template <class T, int D>
-__global__ void __launch_bounds__(TcTiles<D>::kThreads, TcTiles<D>::kMinBlocks) backward_tc_kernel(const Params p) {
-  using Tiles = TcTiles<D>;
+template <class T, class Tiles>
+__global__ void __launch_bounds__(Tiles::kThreads, Tiles::kMinBlocks) backward_tc_kernel(const Params p) {
+  constexpr int D = Tiles::kHeadDim;
   constexpr int kDimTiles = Tiles::kDimTiles;
   constexpr int kBc = Tiles::kBc;
   constexpr int kThreads = Tiles::kThreads;
@@ -312,10 +327,10 @@ __global__ void __launch_bounds__(TcTiles<D>::kThreads, TcTiles<D>::kMinBlocks) 
   T* const k_s = reinterpret_cast<T*>(smem_tc);
   T* const v_s = k_s + Tiles::kKvTile;
   T* const q_stages = v_s + Tiles::kKvTile;           // stage s at q_stages + s * kQTile
-  T* const do_stages = q_stages + 2 * Tiles::kQTile;  // likewise
-  T* const ds_s = do_stages + 2 * Tiles::kQTile;      // dS^T [kBc keys][kBr queries]
-  float* const lse_stages = reinterpret_cast<float*>(ds_s + kBc * kBr);  // [2][kBr]
-  float* const delta_stages = lse_stages + 2 * kBr;                      // [2][kBr]
+  T* const do_stages = q_stages + Tiles::kQStages * Tiles::kQTile;  // likewise
+  T* const ds_s = do_stages + Tiles::kQStages * Tiles::kQTile;      // dS^T [kBc keys][kBr queries]
+  float* const lse_stages = reinterpret_cast<float*>(ds_s + kBc * kBr);  // [kQStages][kBr]
+  float* const delta_stages = lse_stages + Tiles::kQStages * kBr;         // [kQStages][kBr]
 
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / 32, lane = tid % 32;
@@ -357,26 +372,31 @@ __global__ void __launch_bounds__(TcTiles<D>::kThreads, TcTiles<D>::kMinBlocks) 
   // END SOLUTION
 
   int stage = 0;
-  for (int q0 = q_begin; q0 < p.nq; q0 += kBr, stage ^= 1) {
+  for (int q0 = q_begin; q0 < p.nq; q0 += kBr, stage = (stage + 1) % Tiles::kQStages) {
     // BEGIN SOLUTION tc_query_tile device Algorithm 2 lines 8-17
     //! Wait for this tile's copies, then a barrier (they are visible, and every warp is done
     //! with the previous tile: its stage and ds_s may be overwritten). Prefetch the next query
-    //! tile into the other stage (copy_tile_async, stage_row_stats, commit; commit even when
-    //! there is none, so the wait counts stay simple). Then scores_transposed,
+    //! tile (copy_tile_async, stage_row_stats, commit; commit even when there is none, so the
+    //! wait counts stay simple): with two stages now, into the other stage; with one, after the
+    //! barrier below, when no warp reads Q_i, dO_i, LSE or D any more. Then scores_transposed,
     //! probabilities_and_ds (needs_mask when the tile has keys past Nk or, with causal, a key
     //! after some query's diagonal), to_a_fragments of P^T and dS^T, accumulate_dv_dk,
-    //! store_ds_transposed, a barrier (dS^T complete), and accumulate_dq for the warp's 16 rows.
+    //! store_ds_transposed, a barrier (dS^T complete), and accumulate_dq for the warp's 16 rows
+    //! (in kDqPasses passes of 8 kDqDimTiles columns).
     cp_async_wait<0>();
     __syncthreads();
     const int next = q0 + kBr;
-    if (next < p.nq) {
-      copy_tile_async<kBr, D, kThreads>(q_stages + (stage ^ 1) * Tiles::kQTile,
-                                        q_head_ptr + static_cast<std::int64_t>(next) * D, p.nq - next, tid);
-      copy_tile_async<kBr, D, kThreads>(do_stages + (stage ^ 1) * Tiles::kQTile,
-                                        do_head_ptr + static_cast<std::int64_t>(next) * D, p.nq - next, tid);
-      stage_row_stats(lse_stages + (stage ^ 1) * kBr, delta_stages + (stage ^ 1) * kBr, p, q_head, next, tid);
-    }
-    cp_async_commit();
+    const auto prefetch_next_tile = [&](int into) {
+      if (next < p.nq) {
+        copy_tile_async<kBr, D, kThreads>(q_stages + into * Tiles::kQTile,
+                                          q_head_ptr + static_cast<std::int64_t>(next) * D, p.nq - next, tid);
+        copy_tile_async<kBr, D, kThreads>(do_stages + into * Tiles::kQTile,
+                                          do_head_ptr + static_cast<std::int64_t>(next) * D, p.nq - next, tid);
+        stage_row_stats(lse_stages + into * kBr, delta_stages + into * kBr, p, q_head, next, tid);
+      }
+      cp_async_commit();
+    };
+    if constexpr (Tiles::kQStages == 2) prefetch_next_tile(stage ^ 1);
     const T* const q_s = q_stages + stage * Tiles::kQTile;
     const T* const do_s = do_stages + stage * Tiles::kQTile;
 
@@ -391,8 +411,12 @@ __global__ void __launch_bounds__(TcTiles<D>::kThreads, TcTiles<D>::kMinBlocks) 
     accumulate_dv_dk<D, T>(dv, dk, pa, dsa, q_s, do_s, lane);
     store_ds_transposed<T>(ds_s, dsa, key_row0, lane);
     __syncthreads();
-    accumulate_dq<D, T>(ds_s, k_s, p.dq_accum + (q_head + q0) * D, 16 * (warp % kRowGroups),
-                        (warp / kRowGroups) * (D / Tiles::kDimSplits), min(kBr, p.nq - q0), lane);
+    if constexpr (Tiles::kQStages == 1) prefetch_next_tile(0);
+#pragma unroll 1
+    for (int pass = 0; pass < Tiles::kDqPasses; ++pass)
+      accumulate_dq<Tiles, T>(ds_s, k_s, p.dq_accum + (q_head + q0) * D, 16 * (warp % kRowGroups),
+                              (warp / kRowGroups) * (D / Tiles::kDimSplits) + 8 * Tiles::kDqDimTiles * pass,
+                              min(kBr, p.nq - q0), lane);
     // END SOLUTION
   }
 
@@ -414,23 +438,28 @@ __global__ void __launch_bounds__(TcTiles<D>::kThreads, TcTiles<D>::kMinBlocks) 
   // END SOLUTION
 }
 
-template <class T, int D>
+template <class T, class Tiles>
 void launch(const Params& p, const AttentionShape& shape, cudaStream_t stream) {
-  using Tiles = TcTiles<D>;
   constexpr int kSmem = Tiles::kSmemBytes;
+  require_shared_memory(kSmem, "lab 7's backward_tc_kernel");
   // More than 48 KB of dynamic shared memory must be asked for explicitly.
-  check_cuda(cudaFuncSetAttribute(backward_tc_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem),
+  check_cuda(cudaFuncSetAttribute(backward_tc_kernel<T, Tiles>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem),
              "cudaFuncSetAttribute(backward_tc_kernel, MaxDynamicSharedMemorySize)");
   const dim3 grid(static_cast<unsigned>((shape.Nk + Tiles::kBc - 1) / Tiles::kBc),
                   static_cast<unsigned>(shape.B * shape.H));
-  backward_tc_kernel<T, D><<<grid, Tiles::kThreads, kSmem, stream>>>(p);
+  backward_tc_kernel<T, Tiles><<<grid, Tiles::kThreads, kSmem, stream>>>(p);
   check_cuda(cudaGetLastError(), "backward_tc_kernel<<<...>>> launch");
 }
 
+// The shipped shapes (TcTiles), the one for a smaller GPU chosen from its shared memory per block.
 template <class T>
 void launch_for_d(const Params& p, const AttentionShape& shape, cudaStream_t stream) {
-  if (shape.d == 64) launch<T, 64>(p, shape, stream);
-  else launch<T, 128>(p, shape, stream);
+  static_assert(TcTiles<64>::kSmemBytes <= kSmallestSharedMemoryPerBlock &&
+                    TcTilesSmallGpu::kSmemBytes <= kSmallestSharedMemoryPerBlock,
+                "every head dimension needs a shape that fits every GPU from sm_80 on");
+  if (shape.d == 64) launch<T, TcTiles<64>>(p, shape, stream);
+  else if (TcTiles<128>::kSmemBytes <= shared_memory_per_block()) launch<T, TcTiles<128>>(p, shape, stream);
+  else launch<T, TcTilesSmallGpu>(p, shape, stream);
 }
 
 }  // namespace
