@@ -111,6 +111,12 @@ function(_course_solution_object n s out_var)
   if(NOT TARGET ${object})
     add_library(${object} OBJECT "${CMAKE_SOURCE_DIR}/solutions/${dir}/${s}")
     _course_lab_object_settings(${object} "${cuda}" course_api)
+    # A GPU solution file's compile also saves ptxas's report of its kernels (registers, spills),
+    # which gpu.resource_usage judges instead of compiling the file again (CMakeLists.txt).
+    if(COURSE_PTXAS_REPORTS AND s MATCHES "\\.cu$")
+      set_target_properties(${object} PROPERTIES CUDA_COMPILER_LAUNCHER
+        "${CMAKE_SOURCE_DIR}/tools/ptxas-report;${COURSE_PTXAS_REPORTS}/solutions/${dir}/${s}.txt")
+    endif()
   endif()
   set(${out_var} ${object} PARENT_SCOPE)
 endfunction()
