@@ -90,8 +90,9 @@ struct TcTiles {
 };
 
 // d = 128 on a GPU with less shared memory per block (an RTX 30 or 40 or an L4: 99 KB): 4 warps
-// and 64 keys, and one stage of Q_i and dO_i, 72.5 KB. (Two stages would take 105 KB; FA2's
-// backward drops its second stage on these GPUs too.)
+// and 64 keys, and one stage of Q_i and dO_i, 72.5 KB. (Two stages would take 105 KB. FA2's
+// backward also halves its key tile there, to 64, and keeps V in registers instead; at larger
+// head dimensions it drops its second stage as this shape does.)
 using TcTilesSmallGpu = TcTiles<128, 4, 1>;
 
 // ---------------------------------------------------------------------------------------------
