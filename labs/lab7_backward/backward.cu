@@ -283,12 +283,13 @@ void launch_all(const Params& p, DType dtype, const AttentionShape& shape, bool 
     detail::launch_tensor_core_kernel(p, dtype, shape, stream);  // backward_tc.cu
   } else if constexpr (!std::is_same_v<T, __half>) {  // (the CUDA-core kernel takes no fp16)
     // 64 x 64 tiles where this GPU has the shared memory for them, else 32 x 32 (TileConfig).
-    static_assert(TileConfig<D, 32>::kSmemBytes <= kSmallestSharedMemoryPerBlock,
-                  "the small tiles must fit every GPU from sm_80 on");
+    constexpr int kSmallGpuBlock = 32;
+    static_assert(TileConfig<D, kSmallGpuBlock>::kSmemBytes <= kSmallestSharedMemoryPerBlock,
+                  "the tiles for GPUs with less shared memory must fit every GPU from sm_80 on");
     if (TileConfig<D, 64>::kSmemBytes <= shared_memory_per_block()) {
       launch_backward_kernel<T, D, 64>(p, shape, stream);
     } else {
-      launch_backward_kernel<T, D, 32>(p, shape, stream);
+      launch_backward_kernel<T, D, kSmallGpuBlock>(p, shape, stream);
     }
   }
 

@@ -313,7 +313,7 @@ template <class T>
 void launch_for_d(const Params& p, const AttentionShape& shape, cudaStream_t stream) {
   static_assert(TcTiles<64>::kSmemBytes <= kSmallestSharedMemoryPerBlock &&
                     TcTilesSmallGpu::kSmemBytes <= kSmallestSharedMemoryPerBlock,
-                "every head dimension needs a shape that fits every GPU from sm_80 on");
+                "the tiles for GPUs with less shared memory must fit every GPU from sm_80 on");
   if (shape.d == 64) launch<T, TcTiles<64>>(p, shape, stream);
   else if (TcTiles<128>::kSmemBytes <= shared_memory_per_block()) launch<T, TcTiles<128>>(p, shape, stream);
   else launch<T, TcTilesSmallGpu>(p, shape, stream);

@@ -87,7 +87,7 @@ void launch_shipped(const KernelParams& params, int batch_heads, cudaStream_t st
   // than the smallest of them has a smaller one to fall back to, chosen at launch.
   if constexpr (detail::smem_bytes_of<Cfg, Step, T>() > kSmallestSharedMemoryPerBlock) {
     static_assert(detail::smem_bytes_of<Cfg128SmallGpu, Step, T>() <= kSmallestSharedMemoryPerBlock,
-                  "the fallback tiles must fit the GPU with the least shared memory per block");
+                  "the tiles for GPUs with less shared memory must fit every GPU from sm_80 on");
     if (detail::smem_bytes_of<Cfg, Step, T>() > shared_memory_per_block()) {
       return detail::launch_forward<Cfg128SmallGpu, Step, T>(params, batch_heads, stream);
     }
