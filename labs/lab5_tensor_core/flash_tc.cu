@@ -86,6 +86,8 @@ void launch_shipped(const KernelParams& params, int batch_heads, cudaStream_t st
   // Every step runs on every GPU from sm_80 on: a configuration that needs more shared memory
   // than the smallest of them has a smaller one to fall back to, chosen at launch.
   if constexpr (detail::smem_bytes_of<Cfg, Step, T>() > kSmallestSharedMemoryPerBlock) {
+    static_assert(Cfg128SmallGpu::kHeadDim == kHeadDim,
+                  "the only fallback is for d = 128: a larger shape at another d needs its own");
     static_assert(detail::smem_bytes_of<Cfg128SmallGpu, Step, T>() <= kSmallestSharedMemoryPerBlock,
                   "the tiles for GPUs with less shared memory must fit every GPU from sm_80 on");
     if (detail::smem_bytes_of<Cfg, Step, T>() > shared_memory_per_block()) {
