@@ -280,6 +280,13 @@ inline constexpr BackwardRules kLab7Rules{
     .tensor_cores = {"lab7::flash_attention_backward", false, true, true, {64, 128, 0}},
     .workspace_bytes = "lab7::backward_workspace_bytes"};
 
+// Lab 9's Hopper backward has one kernel, on tensor cores: the tensor_cores rules, and no dtype
+// on CUDA cores (its calls are checked with tensor_cores = true).
+inline constexpr BackwardRules kLab9Rules{
+    .cuda_cores = {"lab9::flash_attention_backward", false, false, false, {0, 0, 0}},
+    .tensor_cores = {"lab9::flash_attention_backward", false, true, true, {64, 128, 0}},
+    .workspace_bytes = "lab9::backward_workspace_bytes"};
+
 // A backward call after its checks: the forward call whose outputs it reads (o and lse are the
 // backward's inputs, and only read), what the backward adds, and the workspace already cut into
 // the fp32 dQ accumulator and D.

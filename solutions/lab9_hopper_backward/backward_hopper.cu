@@ -1,0 +1,175 @@
+// Lab 9 (beyond): host side of the Hopper backward pass, and its two small kernels. Implements
+// include/course/lab9_hopper_backward.hpp. Lecture: lectures/09-hopper-backward.md.
+//
+// Three kernels on options.stream, as in lab 7 (course/lab7_backward_gpu.hpp):
+//   kernel 1 (dot_do_o_kernel): D_i = rowsum(dO_i o O_i) (Algorithm 2, line 4), and the fp32 dQ
+//            accumulator zeroed;
+//   kernel 2 (backward_hopper_kernel, backward_hopper_kernel.cuh): dK and dV written, every K/V
+//            tile's share of dQ added into the accumulator;
+//   kernel 3 (convert_dq_kernel): dQ = tau * accumulator, rounded once to the dtype.
+// Compiled for sm_90a only (grader/lab9_hopper_backward/CMakeLists.txt): wgmma exists nowhere else.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <type_traits>
+
+#include "backward_hopper_kernel.cuh"
+#include "course/attention.hpp"
+#include "course/errors.hpp"
+#include "course/gpu.hpp"
+#include "course/lab9_hopper_backward.hpp"
+
+namespace course::lab9::detail {
+
+// ------------------------------------------------------------------------------------------
+// Kernels 1 and 3 (given)
+// ------------------------------------------------------------------------------------------
+
+template <class T>
+__device__ __forceinline__ float to_float(T x) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) return __bfloat162float(x);
+  else return __half2float(x);
+}
+
+// One warp per query row: D_i = sum_c dO_ic O_ic in fp32, and the row of the dQ accumulator
+// zeroed (kernel 2 only adds to it).
+template <class T, int D>
+__global__ void dot_do_o_kernel(const Params p, std::int64_t rows) {
+  const std::int64_t row = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  if (row >= rows) return;
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  const T* o = static_cast<const T*>(p.o) + row * D;
+  const T* dout = static_cast<const T*>(p.dout) + row * D;
+  float sum = 0.0f;
+  for (int c = lane; c < D; c += 32) {
+    sum = fmaf(to_float(dout[c]), to_float(o[c]), sum);
+    p.dq_accum[row * D + c] = 0.0f;
+  }
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+  if (lane == 0) p.delta[row] = sum;
+}
+
+// dQ = tau * accumulator, rounded once; 2 elements a thread.
+template <class T>
+__global__ void convert_dq_kernel(const float* accum, T* dq, std::int64_t pairs, float scale) {
+  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= pairs) return;
+  const float2 x = reinterpret_cast<const float2*>(accum)[i];
+  reinterpret_cast<uint32_t*>(dq)[i] = pack_pair<T>(scale * x.x, scale * x.y);
+}
+
+// ------------------------------------------------------------------------------------------
+// Launches (given)
+// ------------------------------------------------------------------------------------------
+
+template <int D, class T>
+void launch_all(const Params& p, const void* q, const void* k, const void* v, void* dq, int batch_heads,
+                cudaStream_t stream) {
+  using Cfg = Tiles<D>;
+  const std::int64_t q_rows = static_cast<std::int64_t>(batch_heads) * p.nq;
+
+  constexpr int kRowsPerBlock = 8;
+  dot_do_o_kernel<T, D><<<static_cast<unsigned>((q_rows + kRowsPerBlock - 1) / kRowsPerBlock), 32 * kRowsPerBlock,
+                          0, stream>>>(p, q_rows);
+  check_cuda(cudaGetLastError(), "dot_do_o_kernel<<<...>>> launch");
+
+  // Tensor maps [B*H][N][d], boxes of 64 columns x the tile's rows, 128-byte swizzle.
+  constexpr bool bf16 = std::is_same_v<T, __nv_bfloat16>;
+  CUtensorMap map_q, map_k, map_v, map_do;
+  std::memset(&map_q, 0, sizeof map_q);
+  std::memset(&map_k, 0, sizeof map_k);
+  std::memset(&map_v, 0, sizeof map_v);
+  std::memset(&map_do, 0, sizeof map_do);
+  sm90::make_tensor_map_bhnd(&map_q, q, bf16, batch_heads, p.nq, D, Cfg::kBr);
+  sm90::make_tensor_map_bhnd(&map_do, p.dout, bf16, batch_heads, p.nq, D, Cfg::kBr);
+  sm90::make_tensor_map_bhnd(&map_k, k, bf16, batch_heads, p.nk, D, Cfg::kBc);
+  sm90::make_tensor_map_bhnd(&map_v, v, bf16, batch_heads, p.nk, D, Cfg::kBc);
+
+  const auto kernel = backward_hopper_kernel<D, T>;
+  require_shared_memory(Cfg::kAllocBytes, "lab 9's backward_hopper_kernel");
+  check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kAllocBytes),
+             "cudaFuncSetAttribute(backward_hopper_kernel, MaxDynamicSharedMemorySize)");
+  const dim3 grid(static_cast<unsigned>((p.nk + Cfg::kBc - 1) / Cfg::kBc), static_cast<unsigned>(batch_heads));
+  kernel<<<grid, Cfg::kThreads, Cfg::kAllocBytes, stream>>>(map_q, map_k, map_v, map_do, p);
+  check_cuda(cudaGetLastError(), "backward_hopper_kernel<<<...>>> launch");
+
+  const std::int64_t pairs = q_rows * D / 2;
+  convert_dq_kernel<T><<<static_cast<unsigned>((pairs + 255) / 256), 256, 0, stream>>>(p.dq_accum, static_cast<T*>(dq),
+                                                                                         pairs, p.scale);
+  check_cuda(cudaGetLastError(), "convert_dq_kernel<<<...>>> launch");
+}
+
+template <class T>
+void launch_for_d(const Params& p, const void* q, const void* k, const void* v, void* dq, int d, int batch_heads,
+                  cudaStream_t stream) {
+  if (d == 64) launch_all<64, T>(p, q, k, v, dq, batch_heads, stream);
+  else launch_all<128, T>(p, q, k, v, dq, batch_heads, stream);
+}
+
+// The compute capability of the current device, as major * 10 + minor.
+int compute_capability() {
+  int device = 0, major = 0, minor = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  check_cuda(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device),
+             "cudaDeviceGetAttribute(ComputeCapabilityMajor)");
+  check_cuda(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device),
+             "cudaDeviceGetAttribute(ComputeCapabilityMinor)");
+  return 10 * major + minor;
+}
+
+}  // namespace course::lab9::detail
+
+namespace course::lab9 {
+
+std::size_t backward_workspace_bytes(const AttentionShape& shape) {
+  return course::backward_workspace_bytes(kLab9Rules, shape);
+}
+
+void flash_attention_backward(const void* Q, const void* K, const void* V, const void* O, const void* dO,
+                              const float* lse, void* dQ, void* dK, void* dV, DType dtype,
+                              const AttentionShape& shape, const BackwardGpuOptions& options) {
+  // Input checks (given, course/attention.hpp): bf16 or fp16, d = 64 or 128, the shapes, the
+  // pointers, the scale and the workspace, with lab 9's rules; then the kernel choice and the GPU.
+  if (options.kernel == lab7::BackwardKernel::cuda_cores)
+    throw BadInput(std::string(kLab9Rules.tensor_cores.function) +
+                   ": the Hopper backward runs on tensor cores only (BackwardKernel::automatic or tensor_cores)");
+  // SKELETON: [[maybe_unused]]
+  const BackwardCall call = check_backward(kLab9Rules, /*tensor_cores=*/true, Q, K, V, O, dO, lse, dQ, dK, dV, dtype,
+                                           shape, options.causal, options.scale,
+                                           {options.workspace, options.workspace_bytes}, options.stream);
+  if (detail::compute_capability() != 90)
+    throw BadInput(std::string(kLab9Rules.tensor_cores.function) +
+                   ": this lab needs a compute capability 9.0 GPU (H100/H200: wgmma and TMA are sm_90a "
+                   "instructions)");
+
+  // BEGIN SOLUTION flash_attention_backward
+  //! fill detail::Params from the checked call (its scale is resolved; scale_log2 = scale *
+  //! log2(e) is there too), then detail::launch_for_d<__nv_bfloat16> or <__half> (the launches
+  //! above are given: kernel 1, the tensor maps, kernel 2, kernel 3) on options.stream
+  detail::Params p{};
+  p.o = call.o;
+  p.dout = call.dout;
+  p.lse = call.lse;
+  p.dk = call.dk;
+  p.dv = call.dv;
+  p.dq_accum = call.dq_accum;
+  p.delta = call.delta;
+  p.nq = call.nq;
+  p.nk = call.nk;
+  p.causal = call.causal;
+  p.scale = call.scale;
+  p.scale_log2 = call.scale_log2;
+  if (dtype == DType::bf16)
+    detail::launch_for_d<__nv_bfloat16>(p, call.q, call.k, call.v, dQ, call.d, call.batch_heads, options.stream);
+  else
+    detail::launch_for_d<__half>(p, call.q, call.k, call.v, dQ, call.d, call.batch_heads, options.stream);
+  // END SOLUTION
+}
+
+}  // namespace course::lab9
