@@ -34,6 +34,8 @@
 #include <vector>
 
 #include "attention_problem.hpp"
+#include "backward_bands.hpp"      // LabInputs, lab_inputs, compare_gradients (shared with lab 9)
+#include "backward_gpu_checks.hpp"  // parts 2 and 3: run_gpu, check_gpu, ... (shared with lab 9)
 #include "compare.hpp"
 #include "cpu_time_ratio.hpp"
 #include "course/counted.hpp"
@@ -43,11 +45,6 @@
 #include "reference/data.hpp"
 #include "reference/reference.hpp"
 #include "resident_memory.hpp"
-#if COURSE_LAB7_GPU
-#include "compute_sanitizer.hpp"
-#include "gpu_harness.hpp"  // require_device, to_doubles (grader/gpu/)
-#include "gpu_wire.hpp"
-#endif
 
 using course::bf16;
 using course::fp16;
@@ -56,6 +53,7 @@ using grading::Case;
 using grading::Md;
 using grading::Quantity;
 using reference::Distribution;
+using namespace backward_grading;
 
 // --- Part 1: attention_backward on the CPU ------------------------------------------------------
 
@@ -69,25 +67,6 @@ using grading::causal;
 
 BackwardOptions options_of(const Problem& p) { return grading::options_of<BackwardOptions>(p); }
 
-// What the lab is given for one problem, as the fp64 values it holds (see the top of the file).
-struct LabInputs {
-  Md Q, K, V, dO, O;
-  Eigen::VectorXd lse;
-};
-
-template <class T>
-LabInputs lab_inputs(const Problem& p, std::uint64_t seed, const std::string& label) {
-  reference::Rng rng(seed, "lab7/" + label);
-  const auto in = reference::attention_inputs(p.Nq, p.Nk, p.d, p.dist, rng);
-  const Md dO = reference::random_matrix(p.Nq, p.d, Distribution::normal, rng);
-  LabInputs x{reference::round_to<T>(in.Q), reference::round_to<T>(in.K),
-              reference::round_to<T>(in.V), reference::round_to<T>(dO), Md(), Eigen::VectorXd()};
-  const auto forward = reference::attention<double>(x.Q, x.K, x.V, scale_of(p), p.causal);
-  x.O = reference::round_to<T>(forward.O);
-  x.lse = forward.lse.cast<course::accum_t<T>>().template cast<double>();
-  return x;
-}
-
 // attention_backward<T, Acc> of the lab (in the lab process) on these inputs, as fp64 values.
 template <class T, class Acc = course::accum_t<T>>
 Grads run_lab(const LabInputs& x, const Problem& p) {
@@ -96,111 +75,6 @@ Grads run_lab(const LabInputs& x, const Problem& p) {
       to_storage<T>(x.Q), to_storage<T>(x.K), to_storage<T>(x.V), to_storage<T>(x.O),
       to_storage<T>(x.dO), x.lse.cast<course::accum_t<T>>(), options_of(p));
   return {grading::to_double(g.dQ), grading::to_double(g.dK), grading::to_double(g.dV)};
-}
-
-// For the fp32 bands (grading::with_gradient_score_rounding): how far each gradient moves, to
-// first order and per u32 (times sqrt(d): a random walk), when a correct code rounds otherwise than
-// the plain backward does. Two sources, computed in fp64 from the lab's inputs:
-//   scores: every S_ij rounded by up to u32 c_ij, with c_ij = scale sum_t |q_it k_jt|;
-//   dP_ij - D_i: two dot products of d terms that cancel (exactly, when a row sees one key: then
-//     O_i = V_j and dS = 0), summed in different orders by a correct code (D in a pass of its own,
-//     dP in the tile loop, as FA2 does): each rounded by up to u32 e_ij, with
-//     e_ij = sum_t |dO_it| (|V_jt| + |O_it|). It moves dS_ij by P_ij u32 e_ij.
-struct Sensitivity {
-  double dQ = 0, dK = 0, dV = 0;
-};
-Sensitivity score_rounding_sensitivity(const LabInputs& x, const Problem& p) {
-  const double tau = scale_of(p);
-  const Md S = reference::scores<double>(x.Q, x.K, tau, p.causal);
-  Md P = Md::Zero(S.rows(), S.cols());  // exp(S - LSE), as the API defines it
-  for (Eigen::Index c = 0; c < S.cols(); ++c)
-    for (Eigen::Index r = 0; r < S.rows(); ++r)
-      if (std::isfinite(x.lse(r))) P(r, c) = std::exp(S(r, c) - x.lse(r));
-  const Md PC = P.cwiseProduct(tau * (x.Q.cwiseAbs() * x.K.cwiseAbs().transpose()));
-  const Eigen::VectorXd D = x.dO.cwiseProduct(x.O).rowwise().sum();
-  const Md dP = x.dO * x.V.transpose();
-  // |dS| moved by the scores (P c |dP - D|) and by the cancellation of dP and D (P e).
-  const Eigen::VectorXd dO_O = x.dO.cwiseAbs().cwiseProduct(x.O.cwiseAbs()).rowwise().sum();
-  const Md E = (x.dO.cwiseAbs() * x.V.cwiseAbs().transpose()).colwise() + dO_O;
-  const Md W = PC.cwiseProduct((dP.colwise() - D).cwiseAbs()) + P.cwiseProduct(E);
-  return {tau * (W * x.K.cwiseAbs()).maxCoeff(), tau * (W.transpose() * x.Q.cwiseAbs()).maxCoeff(),
-          (PC.transpose() * x.dO.cwiseAbs()).maxCoeff()};
-}
-
-// The plain backward with the tensor cores' roundings (part 3): S, P, dP, D and dS in fp32 from
-// the lab's inputs, P and dS rounded once to T (they are the 16-bit operands of the mma, as in
-// FlashAttention-2), every product accumulated in fp32, the gradients left in fp32 (their one
-// rounding to T is the per-element band's own term).
-template <class T>
-Grads plain_tensor_core_backward(const LabInputs& x, const Problem& p) {
-  using Mf = Eigen::MatrixXf;
-  const float tau = static_cast<float>(scale_of(p));
-  const Mf q = x.Q.cast<float>(), k = x.K.cast<float>(), v = x.V.cast<float>(), o = x.O.cast<float>(),
-           dout = x.dO.cast<float>();
-  const Mf S = reference::scores<float>(q, k, tau, p.causal);
-  Mf P = Mf::Zero(S.rows(), S.cols());
-  for (Eigen::Index c = 0; c < S.cols(); ++c)
-    for (Eigen::Index r = 0; r < S.rows(); ++r)
-      if (std::isfinite(x.lse(r))) P(r, c) = std::exp(S(r, c) - static_cast<float>(x.lse(r)));
-  const Eigen::VectorXf D = dout.cwiseProduct(o).rowwise().sum();
-  const Mf dS = P.cwiseProduct((dout * v.transpose()).colwise() - D);
-  const Mf P16 = reference::round_to<T>(P.cast<double>()).template cast<float>();
-  const Mf dS16 = reference::round_to<T>(dS.cast<double>()).template cast<float>();
-  return {(tau * (dS16 * k)).cast<double>(), (tau * (dS16.transpose() * q)).cast<double>(),
-          (P16.transpose() * dout).cast<double>()};
-}
-
-// dQ, dK and dV against `ref`, each in its band: FlashAttention's rule against the plain
-// same-dtype backward on the same inputs (reference::plain_attention_backward), widened in fp32
-// by the scores' rounding and in bf16 and fp16 by the fp32 error E32 of the same inputs; for bf16
-// and fp16 also the per-element band of one rounding, whose fp32 term is E32 (see
-// grader/common/tolerances.hpp for each). With `tensor_cores`, E32 is the error of
-// plain_tensor_core_backward instead of the plain fp32 backward's.
-template <class T>
-bool compare_gradients(const Grads& got, const Grads& ref, const LabInputs& x, const Problem& p,
-                       const std::string& inputs, bool tensor_cores = false) {
-  const std::string dtype = course::dtype_name<T>();
-  const Grads plain = reference::plain_attention_backward<T>(x.Q, x.K, x.V, x.O, x.dO, x.lse,
-                                                             scale_of(p), p.causal);
-  const bool per_element = grading::element_band_for(Quantity::gradient, dtype) != nullptr;
-  Grads plain32;  // the fp32 yardstick of the per-element band (16-bit dtypes only)
-  if constexpr (std::is_same_v<T, bf16> || std::is_same_v<T, fp16>) {
-    if (per_element)
-      plain32 = tensor_cores ? plain_tensor_core_backward<T>(x, p)
-                             : reference::plain_attention_backward<float>(x.Q, x.K, x.V, x.O, x.dO, x.lse,
-                                                                          scale_of(p), p.causal);
-  }
-  const Sensitivity sensitivity =
-      dtype == "fp64" ? Sensitivity{} : score_rounding_sensitivity(x, p);
-  struct Named {
-    const char* name;
-    const Md Grads::*member;
-    double Sensitivity::*sensitivity;
-  };
-  bool ok = true;
-  for (const Named& g : {Named{"dQ", &Grads::dQ, &Sensitivity::dQ},
-                         Named{"dK", &Grads::dK, &Sensitivity::dK},
-                         Named{"dV", &Grads::dV, &Sensitivity::dV}}) {
-    const Md& r = ref.*g.member;
-    const Case c{std::string("attention_backward ") + g.name, dtype,
-                 {long(r.rows()), long(r.cols())}, inputs};
-    const grading::Tolerance fa_rule =
-        grading::band_against_plain(Quantity::gradient, dtype, r, plain.*g.member);
-    if (per_element) {
-      // E32: what a correct code's fp32 arithmetic may add before the one rounding.
-      const double fp32_error = grading::compare_matrices(plain32.*g.member, r).max_abs +
-                                grading::score_rounding_walk(sensitivity.*g.sensitivity, p.d);
-      ok &= grading::expect_close_within(c, got.*g.member, r,
-                                         grading::with_fp32_error(fa_rule, dtype, fp32_error)) &&
-            grading::expect_within_element_band(c, Quantity::gradient, got.*g.member, r,
-                                                fp32_error);
-    } else {
-      ok &= grading::expect_close_within(
-          c, got.*g.member, r,
-          grading::with_gradient_score_rounding(fa_rule, dtype, sensitivity.*g.sensitivity, p.d));
-    }
-  }
-  return ok;
 }
 
 // attention_backward<T, Acc> on one problem against the fp64 reference.
@@ -671,189 +545,6 @@ TEST_CASE("work: causal skips tiles above the diagonal (CPU time measured)" *
 namespace {
 
 const char* kGpuFp32 = "gpu: fp32 matches the reference (d 64 and 128, N not a multiple of the tile)";
-
-// Which kernel a check grades: course::lab7::BackwardKernel, whose header this grader cannot include
-// where CUDA is missing, so the same names from course/gpu_labs.def (an X-macro list: one
-// enumerator per COURSE_LAB7_KERNEL line). static_cast<int>(kernel) is then the call's `version`
-// on the wire, as course::gpu_labs::encode_choice writes it and serve_gpu.cpp reads it.
-enum class Kernel {
-#define COURSE_LAB7_KERNEL(name, python_name) name,
-#include "course/gpu_labs.def"
-};
-
-struct GpuProblem {
-  int B = 1, H = 1, Nq = 1, Nk = 1, d = 64;
-  bool causal = false;
-  Distribution dist = Distribution::normal;
-  std::optional<double> scale = std::nullopt;
-};
-
-// The Problem of one head (the kernel's tiles: 64 x 64).
-Problem head_problem(const GpuProblem& g) { return {g.Nq, g.Nk, g.d, 64, 64, g.causal, g.scale, g.dist}; }
-
-#if COURSE_LAB7_GPU
-using course::DType;
-
-template <class T>
-constexpr DType gpu_dtype() {
-  return std::is_same_v<T, float> ? DType::fp32 : std::is_same_v<T, bf16> ? DType::bf16 : DType::fp16;
-}
-
-// Appends the values of m (already rounded to T) in T's bits, row-major.
-template <class T>
-void append_bits(const Md& m, std::vector<std::uint8_t>& out) {
-  for (Eigen::Index r = 0; r < m.rows(); ++r)
-    for (Eigen::Index c = 0; c < m.cols(); ++c) {
-      const T t = T(static_cast<float>(m(r, c)));
-      const auto* b = reinterpret_cast<const std::uint8_t*>(&t);
-      out.insert(out.end(), b, b + sizeof(T));
-    }
-}
-
-// Rows [head * rows, (head + 1) * rows) of a [B * H * rows, d] buffer of doubles.
-Md head_rows(const std::vector<double>& all, int head, int rows, int d) {
-  Md m(rows, d);
-  for (int r = 0; r < rows; ++r)
-    for (int c = 0; c < d; ++c) m(r, c) = all[(std::size_t(head) * rows + r) * d + c];
-  return m;
-}
-
-// What one run of flash_attention_backward<T> computed, with its inputs.
-struct GpuRun {
-  std::vector<LabInputs> x;                // per head
-  std::vector<std::vector<double>> grads;  // dQ, dK, dV: [B * H * rows, d] each
-  std::string about;                       // the kernel, shape and inputs, for messages
-};
-
-// flash_attention_backward<T> with `kernel` on one problem, run in the lab process.
-template <class T>
-GpuRun run_gpu(const GpuProblem& g, std::uint64_t seed, Kernel kernel) {
-  gpu_grading::require_device();
-  const Problem p = head_problem(g);
-  const DType dtype = gpu_dtype<T>();
-  const int heads = g.B * g.H;
-  std::vector<LabInputs> x;
-  std::vector<std::vector<std::uint8_t>> bytes(6);  // Q K V O dO lse
-  for (int h = 0; h < heads; ++h) {
-    x.push_back(lab_inputs<T>(p, seed, std::string("gpu/") + course::dtype_name<T>() + "/head " + std::to_string(h)));
-    append_bits<T>(x.back().Q, bytes[0]);
-    append_bits<T>(x.back().K, bytes[1]);
-    append_bits<T>(x.back().V, bytes[2]);
-    append_bits<T>(x.back().O, bytes[3]);
-    append_bits<T>(x.back().dO, bytes[4]);
-    append_bits<float>(x.back().lse.transpose(), bytes[5]);
-  }
-  gpu_wire::KernelCall call;
-  call.B = g.B, call.H = g.H, call.Nq = g.Nq, call.Nk = g.Nk, call.d = g.d;
-  call.dtype = dtype;
-  call.causal = g.causal;
-  call.scale = g.scale ? float(*g.scale) : 0.0f;
-  call.version = static_cast<int>(kernel);
-  isolation::Packet args;
-  gpu_wire::put_call(args, call);
-  for (const auto& b : bytes) gpu_wire::put_bytes(args, b);
-  auto reply = isolation::lab().call("flash_attention_backward", args);
-  std::vector<std::vector<double>> out;  // dQ dK dV
-  for (int i = 0; i < 3; ++i) out.push_back(gpu_grading::to_doubles(dtype, gpu_wire::get_bytes(reply.results)));
-  const bool inputs_unchanged = reply.results.get<std::uint8_t>() != 0;
-  const bool wrote_only_outputs = reply.results.get<std::uint8_t>() != 0;
-  const std::string about = std::string(kernel == Kernel::tensor_cores ? "tensor cores" : "CUDA cores") +
-                            ", B=" + std::to_string(g.B) + " H=" + std::to_string(g.H) + ", " + describe(p, seed);
-  if (!wrote_only_outputs)
-    throw std::runtime_error("flash_attention_backward wrote outside dQ, dK and dV (into the guard zone around a buffer; " +
-                             about + ")");
-  if (!inputs_unchanged) throw std::runtime_error("flash_attention_backward modified its inputs (" + about + ")");
-  const std::size_t q_elems = std::size_t(heads) * g.Nq * g.d, k_elems = std::size_t(heads) * g.Nk * g.d;
-  if (out[0].size() != q_elems || out[1].size() != k_elems || out[2].size() != k_elems)
-    throw isolation::LabFailure("the lab process returned gradients of the wrong size");
-  return {std::move(x), std::move(out), about};
-}
-
-// flash_attention_backward<T> with `kernel` on one problem against the fp64 reference, every head
-// in its band.
-template <class T>
-bool check_gpu(const GpuProblem& g, std::uint64_t seed, Kernel kernel = Kernel::cuda_cores) {
-  const GpuRun run = run_gpu<T>(g, seed, kernel);
-  const Problem p = head_problem(g);
-  bool ok = true;
-  for (int h = 0; h < g.B * g.H; ++h) {
-    const LabInputs& x = run.x[h];
-    const Grads got{head_rows(run.grads[0], h, g.Nq, g.d), head_rows(run.grads[1], h, g.Nk, g.d),
-                    head_rows(run.grads[2], h, g.Nk, g.d)};
-    const Grads ref = reference::attention_backward<double>(x.Q, x.K, x.V, x.dO, scale_of(p), p.causal);
-    ok &= compare_gradients<T>(got, ref, x, p,
-                               "flash_attention_backward, head " + std::to_string(h) + " of " + run.about,
-                               kernel == Kernel::tensor_cores);
-    if (!ok) break;  // one head's figures say enough
-  }
-  return ok;
-}
-
-// Two runs on the same inputs give the same dK and dV, bit for bit, and are right. Each K/V tile's
-// dK and dV are summed by one CTA in a fixed order, so any difference is a race (a missing
-// barrier, or a tile read while another warp still writes it). dQ is left out: it is summed
-// across CTAs with atomics, whose order changes from run to run.
-template <class T>
-void check_gpu_deterministic(const GpuProblem& g, std::uint64_t seed, Kernel kernel) {
-  const GpuRun first = run_gpu<T>(g, seed, kernel), second = run_gpu<T>(g, seed, kernel);
-  grading::expect(first.grads[1] == second.grads[1] && first.grads[2] == second.grads[2],
-                  {"flash_attention_backward dK, dV", course::dtype_name<T>(), {g.B, g.H, g.Nk, g.d},
-                   first.about, seed},
-                  "two runs on the same inputs gave different dK or dV: a race (a missing "
-                  "__syncthreads, or a read of shared memory another warp is still writing)");
-  check_gpu<T>(g, seed, kernel);
-}
-
-// Rejected arguments must throw course::BadInput (the lab process reports it as such).
-void bad_gpu_call(int d, DType dtype, int nq, bool null_q, std::uint64_t workspace_bytes,
-                  Kernel kernel = Kernel::cuda_cores) {
-  gpu_wire::KernelCall call;
-  call.B = 1, call.H = 1, call.Nq = nq, call.Nk = 64, call.d = d, call.dtype = dtype;
-  call.version = static_cast<int>(kernel);
-  isolation::Packet args;
-  gpu_wire::put_call(args, call);
-  args.put<std::uint8_t>(null_q);
-  args.put<std::uint64_t>(workspace_bytes);
-  isolation::lab().call("flash_attention_backward.bad_arguments", args);
-}
-#else
-template <class T>
-bool check_gpu(const GpuProblem&, std::uint64_t, Kernel = Kernel::cuda_cores) {
-  grading::skip("lab 7 part 2 (the GPU kernel) was not built: no CUDA compiler was found when the grader was configured");
-  return false;
-}
-template <class T>
-void check_gpu_deterministic(const GpuProblem& g, std::uint64_t seed, Kernel kernel) {
-  check_gpu<T>(g, seed, kernel);
-}
-#endif
-
-// A few small problems under compute-sanitizer (racecheck, synccheck, memcheck): several K/V
-// tiles and query tiles, partial last tiles, causal and not. The kernel's barriers are what
-// racecheck judges: a missing one rarely changes a result on the GPU it is graded on.
-template <class T>
-void check_gpu_sanitized(Kernel kernel) {
-#if COURSE_LAB7_GPU
-  const std::vector<GpuProblem> shapes = {{1, 2, 150, 150, 64, true}, {1, 1, 70, 200, 128, false}};
-  gpu_grading::check_under_compute_sanitizer(
-      {"flash_attention_backward", course::dtype_name<T>(), {1, 2, 150, 64},
-       std::string(kernel == Kernel::tensor_cores ? "tensor cores" : "CUDA cores") +
-           ", Nq = Nk = 150 causal (d 64) and Nq 70, Nk 200 (d 128)"},
-      [&] {
-        for (const GpuProblem& g : shapes) check_gpu<T>(g, grading::seed(), kernel);
-      });
-#else
-  (void)kernel;
-  grading::skip("lab 7's GPU parts were not built: no CUDA compiler was found when the grader was configured");
-#endif
-}
-
-// N not a multiple of 64 (partial last tiles of queries and keys), a single row, several K/V
-// tiles adding into the same dQ rows; d = 64 and 128; B * H > 1.
-const std::vector<GpuProblem> kGpuShapes = {
-    {2, 2, 1, 1, 64},     {1, 2, 7, 7, 128},     {2, 1, 64, 64, 64},  {1, 2, 113, 113, 64},
-    {2, 1, 130, 130, 128}, {1, 1, 300, 200, 64}, {1, 1, 200, 300, 128},
-};
 
 }  // namespace
 

@@ -1,86 +1,10 @@
-// The lab process's side of lab 7, part 2 (the GPU kernel): runs flash_attention_backward on the
-// inputs the grader sent, inside grader/gpu/device_run's harness (every input between NaN guard
-// zones, dQ, dK and dV NaN-poisoned, a busy default stream, reads ordered on the lab's stream).
-// The workspace starts as NaN too: a kernel that adds into its dQ accumulator without zeroing it
-// first gets NaN. Called by serve.cpp's register_handlers where CUDA was found.
-#include <cuda_runtime_api.h>
-
-#include <cstdint>
-#include <vector>
-
+// The lab process's side of lab 7, parts 2 and 3 (the GPU kernels): flash_attention_backward
+// behind the handlers of backward_handlers.hpp (shared with lab 9). Called by serve.cpp's
+// register_handlers where CUDA was found.
+#include "backward_handlers.hpp"
 #include "course/lab7_backward_gpu.hpp"
-#include "device_run.hpp"
-#include "gpu_wire.hpp"
 #include "serve_gpu.hpp"
-#include "worker.hpp"
-
-namespace {
-
-using course::check_cuda;
-using course::DeviceBuffer;
-using isolation::Packet;
-
-course::AttentionShape shape_of(const gpu_wire::KernelCall& c) { return {c.B, c.H, c.Nq, c.Nk, c.d}; }
-
-// The call's `version` names the kernel (course/gpu_labs.def's COURSE_LAB7_KERNEL lines; -1
-// automatic).
-course::lab7::BackwardKernel kernel_of(const gpu_wire::KernelCall& c) {
-  return gpu_wire::choice_of(c, course::lab7::BackwardKernel::automatic);
-}
-
-// Request: the call, then Q, K, V, O, dO in the dtype's bits and lse as fp32 bytes. Reply: dQ, dK,
-// dV in the dtype's bits, then "inputs unchanged" and "wrote only dQ, dK, dV" flags.
-void backward(Packet& args, Packet& out) {
-  const gpu_wire::KernelCall c = gpu_wire::get_call(args);
-  std::vector<std::vector<std::uint8_t>> inputs;
-  for (int i = 0; i < 6; ++i) inputs.push_back(gpu_wire::get_bytes(args));  // Q K V O dO lse
-  const course::AttentionShape shape = shape_of(c);
-  const std::size_t q_bytes = std::size_t(c.B) * c.H * c.Nq * c.d * course::dtype_bytes(c.dtype);
-  const std::size_t k_bytes = std::size_t(c.B) * c.H * c.Nk * c.d * course::dtype_bytes(c.dtype);
-  // Allocated and poisoned before the run (allocation synchronises the device, which would hide
-  // a kernel launched on the wrong stream); all-ones bytes are NaN in fp32.
-  const std::size_t workspace_bytes = course::lab7::backward_workspace_bytes(shape);
-  DeviceBuffer workspace(workspace_bytes);
-  check_cuda(cudaMemset(workspace.get(), 0xFF, workspace_bytes), "cudaMemset(workspace)");
-  const gpu_lab::Run run = gpu_lab::run_guarded(
-      {inputs[0], inputs[1], inputs[2], inputs[3], inputs[4], inputs[5]}, {q_bytes, k_bytes, k_bytes},
-      [&](const std::vector<const void*>& in, const std::vector<void*>& o, cudaStream_t stream) {
-        course::lab7::BackwardGpuOptions options;
-        options.causal = c.causal;
-        options.scale = c.scale;
-        options.workspace = workspace.get();
-        options.workspace_bytes = workspace_bytes;
-        options.stream = stream;
-        options.kernel = kernel_of(c);
-        course::lab7::flash_attention_backward(in[0], in[1], in[2], in[3], in[4], static_cast<const float*>(in[5]),
-                                               o[0], o[1], o[2], c.dtype, shape, options);
-      });
-  for (const auto& bytes : run.outputs) gpu_wire::put_bytes(out, bytes);
-  out.put<std::uint8_t>(run.inputs_unchanged);
-  out.put<std::uint8_t>(run.wrote_only_outputs);
-}
-
-// flash_attention_backward with arguments that must be rejected: a null Q, a too-small
-// workspace, or the call's shape, d and dtype. Returns normally only if nothing was thrown.
-void bad_arguments(Packet& args, Packet&) {
-  const gpu_wire::KernelCall c = gpu_wire::get_call(args);
-  const bool null_q = args.get<std::uint8_t>() != 0;
-  const std::uint64_t workspace_bytes = args.get<std::uint64_t>();
-  gpu_lab::call_with_dummy_buffers([&](void* buffer) {
-    course::lab7::BackwardGpuOptions options;
-    options.causal = c.causal;
-    options.workspace = buffer;
-    options.workspace_bytes = workspace_bytes;
-    options.kernel = kernel_of(c);
-    course::lab7::flash_attention_backward(null_q ? nullptr : buffer, buffer, buffer, buffer, buffer,
-                                           static_cast<const float*>(buffer), buffer, buffer, buffer, c.dtype,
-                                           shape_of(c), options);
-  });
-}
-
-}  // namespace
 
 void lab7_gpu::register_handlers(isolation::Registry& r) {
-  r.add("flash_attention_backward", backward);
-  r.add("flash_attention_backward.bad_arguments", bad_arguments);
+  backward_handlers::add<&course::lab7::flash_attention_backward, &course::lab7::backward_workspace_bytes>(r);
 }
