@@ -1,4 +1,5 @@
-// bench_backward: lab 7's GPU backward pass, timed, next to lab 5's forward on the same shapes
+// bench_backward: lab 7's GPU backward pass (and lab 9's Hopper backward where it is built and the
+// GPU is an H100 or H200), timed, next to lab 5's forward on the same shapes
 // (the FA1 paper's forward + backward view), in the configurations of bench_attention: bf16,
 // B * N = 16k tokens, H * d = 2048, d in {64, 128}, N in {1k, 2k, 4k, 8k} (quick: 1k and 4k),
 // causal and not.
@@ -26,6 +27,10 @@
 #include "event_timing.hpp"
 #if COURSE_HAVE_LAB5
 #include "course/lab5_tensor_core.hpp"
+#endif
+#if COURSE_HAVE_LAB9
+#include "course/errors.hpp"
+#include "course/lab9_hopper_backward.hpp"
 #endif
 
 namespace {
@@ -138,6 +143,25 @@ int main(int argc, char** argv) {
             const float bwd_ms = measure(backward, stream, max_reps, breps);
             row(impl, "backward", bwd_ms, bwd_flops, "ok", breps);
           }
+#if COURSE_HAVE_LAB9
+          // Lab 9 (the Hopper backward, sm_90a): on a GPU of compute capability 9.0 only; its call
+          // says so with course::BadInput elsewhere, and the row records that.
+          try {
+            bo.kernel = course::lab7::BackwardKernel::automatic;
+            auto backward = [&] {
+              course::lab9::flash_attention_backward(q.get(), k.get(), v.get(), o.get(), dout.get(),
+                                                     lse.as<float>(), dq.get(), dk.get(), dv.get(),
+                                                     course::DType::bf16, shape, bo);
+            };
+            int breps = 0;
+            const float bwd_ms = measure(backward, stream, max_reps, breps);
+            row("lab9", "backward", bwd_ms, bwd_flops, "ok", breps);
+          } catch (const course::BadInput& e) {
+            std::string what = e.what();
+            std::replace(what.begin(), what.end(), ',', ';');
+            row("lab9", "backward", 0.0f, bwd_flops, "skipped: " + what.substr(0, 100), 0);
+          }
+#endif
         } catch (const std::exception& e) {
           std::string what = e.what();
           std::replace(what.begin(), what.end(), ',', ';');

@@ -1,0 +1,129 @@
+// Lab 9 grader: the attention backward pass on Hopper (sm_90a: wgmma, TMA, mbarrier).
+//
+// Graded as lab 7's tensor-core backward (part 3), with the same checks' code
+// (grader/lab7_backward/backward_gpu_checks.hpp and backward_bands.hpp): the inputs of a problem,
+// the fp64 reference's gradients, and the bands derived from a plain backward that rounds P and
+// dS to the 16-bit type as the tensor cores' operands are. Each [B, H, N, d] problem runs in the
+// lab process inside the GPU harness (NaN guard zones, NaN-poisoned outputs and workspace, a
+// busy default stream) and is compared head by head. The shapes add, to lab 7's, lengths that
+// cross this lab's 128-key and 64- or 128-row tiles by one. Every check skips, saying why,
+// without a GPU or on a GPU that is not compute capability 9.0.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+#include "backward_gpu_checks.hpp"
+#include "course/errors.hpp"
+
+using namespace backward_grading;
+using grading::causal;
+
+namespace {
+
+// Skips the check unless a CUDA device of compute capability 9.0 is here (lab 8's rule: wgmma
+// and TMA exist on sm_90a only, and the lab is compiled for nothing else).
+void require_hopper() {
+  gpu_grading::require_device();
+  static const std::string why = [] {
+    int device = 0, major = 0, minor = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess)
+      return std::string("cannot read the device's compute capability");
+    if (major != 9 || minor != 0)
+      return "this GPU is compute capability " + std::to_string(major) + "." + std::to_string(minor);
+    return std::string();
+  }();
+  if (!why.empty())
+    grading::skip("lab 9 needs a compute capability 9.0 GPU (H100/H200: wgmma and TMA are sm_90a); " + why);
+}
+
+// Lab 9 is called with the tensor-core kernel's number on the wire (its only kernel).
+constexpr Kernel kHopper = Kernel::tensor_cores;
+
+template <class T>
+bool check_hopper(const GpuProblem& g, std::uint64_t seed) {
+  require_hopper();
+  return check_gpu<T>(g, seed, kHopper);
+}
+
+// Lab 7's shapes and lengths around this lab's tiles: 128 keys per CTA, 128 query rows per step
+// at d = 64 and 64 at d = 128 (N = 127, 129, 65, 257).
+const std::vector<GpuProblem> kShapes = [] {
+  std::vector<GpuProblem> shapes = kGpuShapes;
+  for (const GpuProblem& g : std::vector<GpuProblem>{
+           {1, 2, 129, 127, 64}, {2, 1, 65, 129, 128}, {1, 1, 257, 257, 128}, {1, 1, 127, 257, 64}})
+    shapes.push_back(g);
+  return shapes;
+}();
+
+const char* kHopperCheck = "hopper: bf16 and fp16 match the reference (d 64 and 128, N not a multiple of the tile)";
+
+}  // namespace
+
+TEST_CASE("hopper: bf16 and fp16 match the reference (d 64 and 128, N not a multiple of the tile)" *
+          grading::points(3)) {
+  for (const GpuProblem& g : kShapes) {
+    check_hopper<bf16>(g, grading::seed());
+    check_hopper<fp16>(g, grading::seed());
+  }
+}
+
+TEST_CASE("hopper: causal, Nq != Nk aligned bottom-right, rows with no key give dQ = 0" *
+          grading::points(3, kHopperCheck)) {
+  for (const GpuProblem& g : causal(kShapes)) check_hopper<bf16>(g, grading::seed());
+  // Nq > Nk: the first Nq - Nk rows see no key (LSE = -inf), inside tiles that also hold rows
+  // that do; Nq < Nk: the first K/V tiles are seen by every query, and whole K/V tiles by none.
+  for (const GpuProblem& g :
+       causal<GpuProblem>({{1, 2, 150, 40, 64}, {2, 1, 70, 260, 128}, {1, 1, 5, 3, 64}, {1, 1, 300, 700, 64}}))
+    check_hopper<fp16>(g, grading::seed());
+}
+
+TEST_CASE("hopper: large scores and outliers (P from the saved LSE, no NaN)" * grading::points(1, kHopperCheck)) {
+  for (bool c : {false, true}) {
+    check_hopper<bf16>({1, 2, 200, 200, 64, c, Distribution::negative_rows}, grading::seed());
+    check_hopper<fp16>({1, 2, 200, 200, 128, c, Distribution::large_scores}, grading::seed());
+    check_hopper<bf16>({1, 2, 130, 130, 128, c, Distribution::outliers}, grading::seed());
+    check_hopper<fp16>({1, 1, 100, 150, 64, c, Distribution::normal, 30.0}, grading::seed());
+  }
+}
+
+// Many query tiles through the two TMA stages (a stage refilled while it is read, or a barrier
+// phase out of step, shows here), and many K/V tiles adding into the same dQ rows.
+TEST_CASE("hopper: long sequences, every query tile through the pipeline (N = 1024 to 2000)" *
+          grading::points(2, kHopperCheck)) {
+  check_hopper<bf16>({1, 2, 1024, 1024, 128, true}, grading::seed());
+  check_hopper<fp16>({1, 1, 2000, 1100, 64, false}, grading::seed());
+  check_hopper<bf16>({2, 1, 777, 1024, 64, true}, grading::seed() + 1);
+  check_hopper<fp16>({1, 1, 1100, 2000, 128, true}, grading::seed());
+}
+
+TEST_CASE("hopper: deterministic dK and dV, and right, for several seeds (no race)" *
+          grading::points(1, kHopperCheck)) {
+  require_hopper();
+  const std::uint64_t s = grading::seed() * 1000;
+  for (std::uint64_t seed : {s, s + 1}) {
+    check_gpu_deterministic<bf16>({2, 2, 700, 700, 128, true}, seed, kHopper);
+    check_gpu_deterministic<fp16>({1, 2, 700, 500, 64, false}, seed, kHopper);
+  }
+}
+
+TEST_CASE("hopper: compute-sanitizer finds no race, barrier misuse or bad access" *
+          grading::points(2, kHopperCheck)) {
+  require_hopper();
+  check_gpu_sanitized<bf16>(kHopper);
+}
+
+TEST_CASE("hopper: bad input gets a clear error" * grading::points(1, kHopperCheck)) {
+  require_hopper();
+  const std::uint64_t enough = std::uint64_t(1) << 20;
+  CHECK_THROWS_AS(bad_gpu_call(64, DType::fp32, 64, false, enough, kHopper), course::BadInput);   // fp32
+  CHECK_THROWS_AS(bad_gpu_call(96, DType::bf16, 64, false, enough, kHopper), course::BadInput);   // d = 96
+  CHECK_THROWS_AS(bad_gpu_call(64, DType::fp16, 0, false, enough, kHopper), course::BadInput);    // Nq = 0
+  CHECK_THROWS_AS(bad_gpu_call(64, DType::bf16, 64, true, enough, kHopper), course::BadInput);    // null Q
+  CHECK_THROWS_AS(bad_gpu_call(64, DType::fp16, 64, false, 16, kHopper), course::BadInput);       // workspace
+  CHECK_THROWS_AS(bad_gpu_call(64, DType::bf16, 64, false, enough, Kernel::cuda_cores), course::BadInput);
+  CHECK_NOTHROW(bad_gpu_call(64, DType::fp16, 64, false, enough, kHopper));  // the same call, valid, runs
+}

@@ -1,0 +1,8 @@
+// The lab process's side of lab 9: the Hopper backward behind lab 7's GPU backward handlers
+// (grader/lab7_backward/backward_handlers.hpp), run inside grader/gpu/device_run's harness.
+#include "backward_handlers.hpp"
+#include "course/lab9_hopper_backward.hpp"
+
+void isolation::register_handlers(Registry& r) {
+  backward_handlers::add<&course::lab9::flash_attention_backward, &course::lab9::backward_workspace_bytes>(r);
+}
