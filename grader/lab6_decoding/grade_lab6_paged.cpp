@@ -420,10 +420,13 @@ TEST_CASE("paged: bad input gets a clear error" * grading::points(2, kPages)) {
 
 // The speed rule of part 2: paged_decode's time over part 1's split_kv_forward on the same K and V
 // made contiguous (the group's query rows as part 1's Nq rows of one head), both timed in this
-// run on this GPU. Full points at 1.25x or less, none at 2x or more, linear between.
-constexpr double kPagedFullAt = 1.25, kPagedNoneAt = 2.0;
+// run on this GPU. Full points at 1.5x or less, none at 2.5x or more, linear between. Measured on
+// the H200: the solution 1.30x and 1.31x (its packing-order variant), the dependent block-table
+// load of every step is what it pays at this shape; one CTA per query head instead of per group
+// 1.96x (0.54 of the points: rejected); a rule of one split per 2048 keys 2.16x.
+constexpr double kPagedFullAt = 1.5, kPagedNoneAt = 2.5;
 
-TEST_CASE("speed: paged GQA decoding within 1.25x of part 1 on the same data made contiguous" *
+TEST_CASE("speed: paged GQA decoding within 1.5x of part 1 on the same data made contiguous" *
           grading::points(3, kPages)) {
   gpu_grading::require_device();
   // bf16, d = 128, 4 sequences of 16384 keys in pages of 64, 32 query heads in groups of 8
