@@ -152,13 +152,17 @@ __global__ void __launch_bounds__(kThreads) paged_split_kernel(const PagedParams
   // TODO: paged_split_kernel (see the lab README)
   // This split's keys: the sequence's length clamped into [0, capacity], cut as in part 1.
   // New row i sees keys j <= i + diag (bottom-right: the last new row sees the whole length).
-  // Stage the tile's query rows (pre-multiplied by scale * log2(e)); row r of the tile is head
+  // Algorithm 1 line 8, once: stage the tile's query rows (pre-multiplied by scale * log2(e));
+  // row r of the tile is head
   // h0 + head, new row `query` (unpack_row), and its partial result goes to the same row of O.
-    // Every load of the step first. Each key row's address goes through the block table by
-    // itself: a step's keys may lie in several pages.
-  // The groups' states, merged as in part 1: across the groups of a warp, then the 4 warps.
-  // The partial O_s (normalised) and LSE_s of each row of the tile, at that row's place in
-  // [B, H_q, Nq]: the merge then writes O in the API's layout.
+  // Line 2, per group and row: m = -inf, l = 0, O = 0; and each row's new-row index.
+    // Lines 5-6: every load of the step first. Each key row's address goes through the block
+    // table by itself: a step's keys may lie in several pages.
+  // Lines 9-12 above are part 1's (scores, masks, the online softmax in FA2's form). The groups'
+  // states are merged as in part 1 (line 11's combine): across the groups of a warp, then the
+  // 4 warps.
+  // Lines 12-13 for this chunk: the partial O_s (divided by l once) and LSE_s of each row of the
+  // tile, at that row's place in [B, H_q, Nq]: the merge then writes O in the API's layout.
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -191,7 +191,8 @@ __global__ void __launch_bounds__(kThreads) paged_split_kernel(const PagedParams
   //! New row i sees keys j <= i + diag (bottom-right: the last new row sees the whole length).
   const int diag = len - p.nq;
 
-  //! Stage the tile's query rows (pre-multiplied by scale * log2(e)); row r of the tile is head
+  //! Algorithm 1 line 8, once: stage the tile's query rows (pre-multiplied by scale * log2(e));
+  //! row r of the tile is head
   //! h0 + head, new row `query` (unpack_row), and its partial result goes to the same row of O.
   for (int e = static_cast<int>(threadIdx.x); e < NQ * G; e += kThreads) {
     const int r = e / G;
@@ -212,6 +213,7 @@ __global__ void __launch_bounds__(kThreads) paged_split_kernel(const PagedParams
   }
   __syncthreads();
 
+  //! Line 2, per group and row: m = -inf, l = 0, O = 0; and each row's new-row index.
   float m[NQ], l[NQ], o[NQ][E];
   int query_of[NQ];
 #pragma unroll
@@ -226,8 +228,8 @@ __global__ void __launch_bounds__(kThreads) paged_split_kernel(const PagedParams
   const T* k_pool = static_cast<const T*>(p.k_pages);
   const T* v_pool = static_cast<const T*>(p.v_pages);
   for (int k0 = key_begin; k0 < key_end; k0 += Cfg::kKeysPerStep) {
-    //! Every load of the step first. Each key row's address goes through the block table by
-    //! itself: a step's keys may lie in several pages.
+    //! Lines 5-6: every load of the step first. Each key row's address goes through the block
+    //! table by itself: a step's keys may lie in several pages.
     float kf[U][E], vf[U][E];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
@@ -277,7 +279,9 @@ __global__ void __launch_bounds__(kThreads) paged_split_kernel(const PagedParams
     }
   }
 
-  //! The groups' states, merged as in part 1: across the groups of a warp, then the 4 warps.
+  //! Lines 9-12 above are part 1's (scores, masks, the online softmax in FA2's form). The groups'
+  //! states are merged as in part 1 (line 11's combine): across the groups of a warp, then the
+  //! 4 warps.
 #pragma unroll
   for (int offset = G; offset < 32; offset *= 2) {
 #pragma unroll
@@ -311,8 +315,8 @@ __global__ void __launch_bounds__(kThreads) paged_split_kernel(const PagedParams
   }
   __syncthreads();
 
-  //! The partial O_s (normalised) and LSE_s of each row of the tile, at that row's place in
-  //! [B, H_q, Nq]: the merge then writes O in the API's layout.
+  //! Lines 12-13 for this chunk: the partial O_s (divided by l once) and LSE_s of each row of the
+  //! tile, at that row's place in [B, H_q, Nq]: the merge then writes O in the API's layout.
   for (int idx = static_cast<int>(threadIdx.x); idx < tile_rows * D; idx += kThreads) {
     const int i = idx / D;
     const int col = idx % D;
