@@ -440,14 +440,19 @@ TEST_CASE("speed: paged GQA decoding within 1.5x of part 1 on the same data made
   args.put<std::uint64_t>(grading::seed());
   auto reply = isolation::lab().call("paged_time", args);
   paged_wire::TimeAnswer a;
-  for (double* v : {&a.paged_ms, &a.contiguous_ms, &a.copy_ms, &a.kv_bytes, &a.max_diff}) *v = reply.results.get<double>();
+  for (double* v : {&a.paged_ms, &a.contiguous_ms, &a.copy_ms, &a.kv_bytes, &a.max_diff, &a.o_max})
+    *v = reply.results.get<double>();
   a.finite = reply.results.get<std::uint8_t>() != 0;
   const grading::Case about{"paged_decode vs split_kv_forward (timed shape)", "bf16", {4, 32, 1, 128},
                             "B=4 H_q=32 H_kv=4 Nq=1 d=128 page_size=64 seqlens=16384"};
-  // What was timed must be attention on both sides: the two results agree to bf16 rounding.
-  if (!grading::expect(a.finite && a.max_diff <= 2e-2, about,
+  // What was timed must be attention on both sides: the two results agree to bf16 rounding (two
+  // fp32 computations of the same attention, each rounded once to bf16, differ by an ulp of bf16,
+  // 0.4-0.8% of the value), here held to 5% of the largest |O|. A kernel that skips the work
+  // (zeros, or a few keys) is off by the size of O itself.
+  if (!grading::expect(a.finite && a.o_max > 0 && a.max_diff <= 0.05 * a.o_max, about,
                        "the timed outputs of paged_decode and split_kv_forward differ (max |diff| = " +
-                           std::to_string(a.max_diff) + (a.finite ? "" : ", NaN/Inf") + "), so the times do not count"))
+                           std::to_string(a.max_diff) + " against max |O| = " + std::to_string(a.o_max) +
+                           (a.finite ? "" : ", NaN/Inf") + "), so the times do not count"))
     return;
   const double ratio = a.paged_ms / a.contiguous_ms;
   char note[400];

@@ -65,6 +65,7 @@ struct TimeAnswer {
   double copy_ms = 0;        // cudaMemcpy of the K and V bytes (device to device), for GB/s
   double kv_bytes = 0;       // bytes of K and V that one decoding step reads
   double max_diff = 0;       // max |O_paged - O_contiguous|
+  double o_max = 0;          // max |O_contiguous|: the scale max_diff is judged against
   bool finite = true;        // both outputs finite
 };
 

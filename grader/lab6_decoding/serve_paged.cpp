@@ -218,9 +218,12 @@ void time_paged(Packet& args, Packet& out) {
   for (std::size_t i = 0; i < hp.size(); ++i) {
     const double p = bf16(hp[i]), cval = bf16(hc[i]);
     if (!std::isfinite(p) || !std::isfinite(cval)) a.finite = false;
-    else a.max_diff = std::max(a.max_diff, std::abs(p - cval));
+    else {
+      a.max_diff = std::max(a.max_diff, std::abs(p - cval));
+      a.o_max = std::max(a.o_max, std::abs(cval));
+    }
   }
-  for (double v : {a.paged_ms, a.contiguous_ms, a.copy_ms, a.kv_bytes, a.max_diff}) out.put(v);
+  for (double v : {a.paged_ms, a.contiguous_ms, a.copy_ms, a.kv_bytes, a.max_diff, a.o_max}) out.put(v);
   out.put<std::uint8_t>(a.finite);
 }
 
