@@ -97,9 +97,13 @@ void bad_arguments(Packet& args, Packet&) {
 
 }  // namespace
 
+// Part 2's handlers (serve_paged.cpp).
+void register_paged_handlers(isolation::Registry& r);
+
 void isolation::register_handlers(Registry& r) {
   r.add("decode/fp32", decode);
   r.add("decode/bf16", decode);
   r.add("merge", merge);
   r.add("bad_arguments", bad_arguments);
+  register_paged_handlers(r);
 }

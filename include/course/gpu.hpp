@@ -142,9 +142,9 @@ class DeviceBuffer {
 };
 
 #ifdef __CUDACC__
-// 16 bytes of fp32 or bf16 from global memory (16-byte aligned) into fp32 registers: the one
+// 16 bytes of fp32, bf16 or fp16 from global memory (16-byte aligned) into fp32 registers: the one
 // vectorised load (a single 128-bit transaction per thread) that labs 4 and 6 build their tile
-// loads from. E = 4 floats or 8 bf16 values.
+// loads from (lab 6's part 2 also fp16). E = 4 floats or 8 16-bit values.
 __device__ __forceinline__ void load16(const float* src, float* dst) {
   const float4 x = *reinterpret_cast<const float4*>(src);
   dst[0] = x.x;
@@ -159,6 +159,17 @@ __device__ __forceinline__ void load16(const __nv_bfloat16* src, float* dst) {
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     const float2 f = __bfloat1622float2(pairs[i]);
+    dst[2 * i] = f.x;
+    dst[2 * i + 1] = f.y;
+  }
+}
+
+__device__ __forceinline__ void load16(const __half* src, float* dst) {
+  const uint4 raw = *reinterpret_cast<const uint4*>(src);
+  const __half2* pairs = reinterpret_cast<const __half2*>(&raw);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 f = __half22float2(pairs[i]);
     dst[2 * i] = f.x;
     dst[2 * i + 1] = f.y;
   }

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 #include <type_traits>
 #include <utility>
 
@@ -205,5 +206,17 @@ REFERENCE_INSTANTIATE_STORAGE(double)
 REFERENCE_INSTANTIATE_STORAGE(float)
 REFERENCE_INSTANTIATE_STORAGE(Eigen::bfloat16)
 REFERENCE_INSTANTIATE_STORAGE(Eigen::half)
+
+Mat<double> gather_pages(const double* pool, int num_pages, int kv_heads, int page_size, int d,
+                         const int* block_row, int len, int kv_head) {
+  Mat<double> rows(len, d);
+  for (int j = 0; j < len; ++j) {
+    const int page = block_row[j / page_size];
+    if (page < 0 || page >= num_pages) throw std::out_of_range("gather_pages: page index outside the pool");
+    const double* src = pool + ((std::size_t(page) * kv_heads + kv_head) * page_size + j % page_size) * d;
+    for (int c = 0; c < d; ++c) rows(j, c) = src[c];
+  }
+  return rows;
+}
 
 }  // namespace reference

@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 #include <utility>
+#include <vector>
 
 #include "reference/data.hpp"
 #include "reference/reference.hpp"
@@ -274,4 +276,25 @@ TEST_CASE("plain low-precision backward is close to, but not equal to, the fp64 
   const auto f32 =
       reference::plain_attention_backward<float>(Q, K, V, fwd.O, dO, fwd.lse, 0.25, false);
   CHECK(relative_difference(f32.dK, exact.dK) < 1e-5);
+}
+
+TEST_CASE("gather_pages makes a paged cache contiguous again, through the block table") {
+  // A pool of 5 pages of 4 rows for 2 KV heads, d = 3; element (page, head, row, c) holds
+  // 1000 page + 100 head + 10 row + c, so a gathered row says where it came from.
+  const int pages = 5, heads = 2, page_size = 4, d = 3;
+  std::vector<double> pool(std::size_t(pages) * heads * page_size * d);
+  for (int p = 0; p < pages; ++p)
+    for (int h = 0; h < heads; ++h)
+      for (int r = 0; r < page_size; ++r)
+        for (int c = 0; c < d; ++c)
+          pool[((std::size_t(p) * heads + h) * page_size + r) * d + c] = 1000.0 * p + 100 * h + 10 * r + c;
+  const int block_row[3] = {3, 0, 4};  // keys 0-3 in page 3, 4-7 in page 0, 8-9 in page 4
+  const Md rows = reference::gather_pages(pool.data(), pages, heads, page_size, d, block_row, 10, 1);
+  REQUIRE(rows.rows() == 10);
+  CHECK(rows(0, 0) == 3100.0);
+  CHECK(rows(3, 2) == 3132.0);
+  CHECK(rows(4, 0) == 100.0);
+  CHECK(rows(9, 1) == 4111.0);
+  const int bad_row[1] = {5};
+  CHECK_THROWS_AS(reference::gather_pages(pool.data(), pages, heads, page_size, d, bad_row, 2, 0), std::out_of_range);
 }

@@ -91,4 +91,12 @@ AttentionGradients<double> plain_attention_backward(const Mat<double>& Q, const 
 template <class T>
 Mat<double> round_to(const Mat<double>& x);
 
+// A paged KV cache made contiguous again (lab 6, part 2): the first `len` rows of one sequence's
+// K (or V) for KV head `kv_head`, gathered from a pool [num_pages, H_kv, page_size, d] (doubles,
+// row-major) through that sequence's row of the block table: key j is row j % page_size of page
+// block_row[j / page_size]. The reference of a paged call is then attention() on these rows.
+// Throws std::out_of_range for a page index outside the pool.
+Mat<double> gather_pages(const double* pool, int num_pages, int kv_heads, int page_size, int d,
+                         const int* block_row, int len, int kv_head);
+
 }  // namespace reference
