@@ -7,6 +7,9 @@
 #   2. its CMakeCache.txt and build.ninja are those of a folder configured from nothing
 #      (COURSE_STUDENT_BUILD_TEMPLATE=0) and then again, once each folder's path is written the same way;
 #   3. a template that no longer configures (here: CMake refuses it) costs nothing but time: the folder is configured again from nothing, and the lab still builds.
+# Check 1 also holds the repository's labs/ to configuring as a student build with CUDA on where
+# nvcc is (CI's other student builds have no GPU and leave CUDA off): the template is made that
+# way, and a failure prints its configure log.
 # The test keys its own templates (a folder of its own at the front of PATH), so the ones the rest of
 # the suite shares are never touched.
 #
@@ -65,7 +68,14 @@ normalised() {  # $1 = folder, $2 = file
 }
 
 "$course" _student-build "$work/tree" "$work/seeded" 1 || fail "the seeded student build could not be configured"
-detects "$work/seeded" && fail "1: the folder seeded from the template detected its compilers again (its configure.log)"
+if detects "$work/seeded"; then
+  # A template whose configure of the repository's labs/ failed during this test left its log.
+  find "$build/student-build-templates" -maxdepth 1 -name '*.failed.log' -newer "$work" 2>/dev/null |
+    while read -r log; do
+      echo "the template's configure of the repository's labs/ failed ($log):"; grep -m3 -A3 "Error" "$log"
+    done
+  fail "1: the folder seeded from the template detected its compilers again (its configure.log)"
+fi
 echo "ok: a seeded folder is configured without detecting the compilers"
 
 COURSE_STUDENT_BUILD_TEMPLATE=0 "$course" _student-build "$work/tree" "$work/fresh" 1 ||
