@@ -12,7 +12,7 @@
 #                  PROXY proxy.cpp SERVE serve.cpp [CUDA] [TIMEOUT 60]
 #                  [GRADER_LINK targets...] [WORKER_LINK targets...])
 #     builds grade_labN and labN_worker_solution (solutions/), and adds the tests: the solution
-#     earns full marks at COURSE_FULL_MARKS_SEEDS (1-4); the lab README lists every check. In a student build
+#     earns full marks at COURSE_FULL_MARKS_SEEDS (1-8); the lab README lists every check. In a student build
 #     (COURSE_STUDENT_BUILD, see ./course grade) it builds only labN_worker from the student's
 #     tree, from the objects labN_worker_impl that ./course vets first (grader/isolation/vet-lab).
 #
@@ -31,17 +31,16 @@
 #     builds labN_worker_variant_<name> from another correct implementation (a substitution in
 #     the solution, or a unified diff against it beside the grader: the diff is the idea, and
 #     like FIND it stops the configure step when it no longer applies) and a test that it earns
-#     full marks at COURSE_VARIANT_SEEDS (1-2). CHECKS "gpu:*" grades only the checks whose
+#     full marks at COURSE_VARIANT_SEEDS (1-4). CHECKS "gpu:*" grades only the checks whose
 #     names match (a variant of a lab's GPU part, whose CPU part is the solution's, unchanged).
 
 # Two tiers of seeds. The project's test suite (./course test, CI) grades each solution at seeds
-# 1-4 and each correct variant at seeds 1-2: twenty seeds of lab 3 and lab 7 and their variants
+# 1-8 and each correct variant at seeds 1-4: twenty seeds of lab 3 and lab 7 and their variants
 # were a third of CI's CPU time on 2 cores, and a variant changes one idea of the solution whose
-# bands the solution's seeds explore already. (They were 1-8 and 1-4 until labs 6 part 2 and 9
-# took CI on 2 cores past 20 minutes: 21 min 20 s, a third of it these gradings.) `./course test --full` grades both at seeds 1-20,
+# bands the solution's seeds explore already. `./course test --full` grades both at seeds 1-20,
 # and tools/gpu-check grades the GPU labs' solutions and variants at seeds 1-20 on the device.
-set(COURSE_FULL_MARKS_SEEDS "1-4" CACHE STRING "Seeds at which the solutions must earn full marks")
-set(COURSE_VARIANT_SEEDS "1-2" CACHE STRING "Seeds at which the correct variants must earn full marks")
+set(COURSE_FULL_MARKS_SEEDS "1-8" CACHE STRING "Seeds at which the solutions must earn full marks")
+set(COURSE_VARIANT_SEEDS "1-4" CACHE STRING "Seeds at which the correct variants must earn full marks")
 
 # "1-20" or "1,3,5-7" (as course_runner's --seeds) -> the list of seeds.
 function(_course_seed_list spec out_var)
