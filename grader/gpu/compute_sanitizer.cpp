@@ -23,6 +23,8 @@ bool executable(const std::string& path) { return !path.empty() && access(path.c
 constexpr int kCallTimeFactor = 20;
 // The tool's exit code when it found something (its --error-exitcode).
 constexpr int kFoundSomething = 86;
+// What compute-sanitizer prints when it could not start the program it was to check.
+constexpr const char* kCouldNotLaunch = "Error launching target app";
 
 // What the tool printed that says what it found: its "=========" lines other than the banner and
 // the per-run summaries, at most `max_lines` of them, each cut to 300 characters.
@@ -75,6 +77,13 @@ std::string run_tool(const std::string& sanitizer, const std::string& tool,
   const std::string log = read_file(log_path);
   unlink(log_path.c_str());
   const std::string found = reports_in(log, 12);
+  // The tool never ran the lab's program (it could not start it, or not attach to it): nothing
+  // was checked, so the check neither passes nor blames the kernels. It is skipped, earning
+  // nothing, and says why: the grading machine needs mending, not the student's code.
+  if (code != kFoundSomething && log.find(kCouldNotLaunch) != std::string::npos)
+    grading::skip("compute-sanitizer " + tool + " could not start your lab's program on this machine, so " +
+                  "nothing was checked (this check earns nothing here, and it is not a finding in your code: " +
+                  "ask whoever runs the grader to look at the lab process's log). It said:" + found);
   if (code == kFoundSomething || (code != 0 && !found.empty()))
     return found.empty() ? "(no report in its output)" : found;
   if (failed_call) std::rethrow_exception(failed_call);  // the call's own failure, as usual

@@ -111,6 +111,46 @@ std::string tool_root(const std::string& tool) {
   return path.size() > 1 ? path : "";
 }
 
+// A copy of the lab's program that the lab process's user can run by its path, in a new folder
+// of /tmp that only its owner may write in; returns the folder ("" when the copy failed). Without
+// namespaces a tool (compute-sanitizer) runs as the lab process's user, starts the program by its
+// path, and reaches the folder it was started in by its path; that user often can reach neither
+// the trusted build nor the grading's folders (under /root, or the runner's private ones), and
+// compute-sanitizer then said only "Error launching target app." The tool starts in this folder.
+// The lab's program holds nothing the lab process may not read: it is the lab process.
+std::string reachable_copy(const std::string& binary, std::string& copy_path) {
+  char dir[] = "/tmp/course-lab-program-XXXXXX";
+  if (!mkdtemp(dir)) return "";
+  chmod(dir, 0711);  // others may reach the file by name, not list or change the folder
+  copy_path = std::string(dir) + "/" + binary.substr(binary.rfind('/') + 1);
+  std::ifstream in(binary, std::ios::binary);
+  const int fd = open(copy_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+  bool copied = in && fd >= 0;
+  char buffer[1 << 16];
+  while (copied && in.read(buffer, sizeof buffer).gcount() > 0) {
+    const std::streamsize n = in.gcount();
+    copied = ::write(fd, buffer, std::size_t(n)) == n;
+  }
+  if (fd >= 0) close(fd);
+  if (!copied) {
+    unlink(copy_path.c_str());
+    rmdir(dir);
+    return "";
+  }
+  return dir;
+}
+
+void remove_copy(std::string& dir) {
+  if (dir.empty()) return;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d))
+      if (e->d_name[0] != '.') unlink((dir + "/" + e->d_name).c_str());
+    closedir(d);
+  }
+  rmdir(dir.c_str());
+  dir.clear();
+}
+
 // Drops root for `uid` (group and supplementary groups too), between fork and exec: async-signal-safe.
 bool become_user(uid_t uid) { return setgroups(0, nullptr) == 0 && setgid(uid) == 0 && setuid(uid) == 0; }
 
@@ -356,7 +396,19 @@ void LabProcess::start() {
   for (auto& a : sandbox_args) sandbox_argv.push_back(a.data());
   sandbox_argv.push_back(nullptr);
   std::vector<std::string> tool_args = tool_;
-  tool_args.push_back(binary_);
+  std::string program = binary_;
+  if (!namespaced_ && !tool_.empty() && drop) {
+    remove_copy(program_copy_dir_);
+    program_copy_dir_ = reachable_copy(binary_, program);
+    if (program_copy_dir_.empty()) {
+      const std::string why = std::strerror(errno);
+      for (int fd : {request[0], request[1], reply[0], reply[1], log_fd})
+        if (fd >= 0) close(fd);
+      throw LabFailure("the grader could not copy the program of " + who_ + " where " + tool_[0] +
+                       " can start it as uid " + std::to_string(uid) + " (in /tmp): " + why);
+    }
+  }
+  tool_args.push_back(program);
   std::vector<char*> tool_argv;
   for (auto& a : tool_args) tool_argv.push_back(a.data());
   tool_argv.push_back(nullptr);
@@ -375,7 +427,8 @@ void LabProcess::start() {
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
 
-  const Launch launch{binary_.c_str(), scratch_.c_str(), drop, uid, cpu, memory_mb, filter.get(),
+  const std::string& start_in = program_copy_dir_.empty() ? scratch_ : program_copy_dir_;
+  const Launch launch{binary_.c_str(), start_in.c_str(), drop, uid, cpu, memory_mb, filter.get(),
                       namespaced_ ? sandbox_argv.data() : nullptr,
                       !namespaced_ && !tool_.empty() ? tool_argv.data() : nullptr,
                       launcher_path().c_str(), envp.data()};
@@ -400,6 +453,7 @@ void LabProcess::stop() {
     waitpid(pid_, nullptr, 0);
   }
   pid_ = -1;
+  remove_copy(program_copy_dir_);
 }
 
 void LabProcess::restart() { stop(); }

@@ -92,6 +92,7 @@ class LabProcess {
 
   std::string binary_, who_, log_path_, scratch_;
   std::vector<std::string> tool_;  // run_under
+  std::string program_copy_dir_;   // the program's copy the tool runs without namespaces, or ""
   int call_time_factor_ = 1;
   pid_t pid_ = -1;              // the grader's child: the lab process, or bubblewrap around it
   mutable pid_t lab_pid_ = -1;  // the lab process itself (found in /proc when namespaced)
