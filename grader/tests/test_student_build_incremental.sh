@@ -22,17 +22,14 @@ root=$1 build=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAILED: $*"; exit 1; }
+source "$(dirname "$0")/course_copy.sh"
 export COURSE_BUILD_DIR=$build COURSE_BUILD_TIMEOUT=180
 unset COURSE_NO_CUDA
 course=$root/course
 if [ "${3:-}" = --course ]; then
   [ -f "${4:-}" ] || fail "--course needs a copy of ./course"
   course=$work/course
-  cp "$4" "$course" && chmod 755 "$course"
-  line='root=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)'
-  grep -qF "$line" "$course" || fail "--course: '$line' does not occur in $4"
-  python3 -c 'import sys; p, a, b = sys.argv[1:]; t = open(p).read(); open(p, "w").write(t.replace(a, b, 1))' \
-    "$course" "$line" "root=$(printf '%q' "$root")"
+  course_copy "$4" "$root" "$course"
 fi
 [ -f "$build/graders.tsv" ] || fail "$build is not configured (no graders.tsv)"
 

@@ -23,6 +23,7 @@ root=$1 build=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAILED: $*"; exit 1; }
+source "$(dirname "$0")/course_copy.sh"
 # CUDA on where a CUDA compiler is: its detection is most of what the template spares (7 s of CPU
 # against 0.3 s for C++ alone).
 # (COURSE_NO_CUDA=1 from the caller keeps it off: the planted run needs no CUDA to fail.)
@@ -36,11 +37,7 @@ course=$root/course
 if [ "${3:-}" = --course ]; then
   [ -f "${4:-}" ] || fail "--course needs a copy of ./course"
   course=$work/course
-  cp "$4" "$course" && chmod 755 "$course"
-  line='root=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)'
-  grep -qF "$line" "$course" || fail "--course: '$line' does not occur in $4"
-  python3 -c 'import sys; p, a, b = sys.argv[1:]; t = open(p).read(); open(p, "w").write(t.replace(a, b, 1))' \
-    "$course" "$line" "root=$(printf '%q' "$root")"
+  course_copy "$4" "$root" "$course"
 fi
 if [ "${3:-}" = --planted-unrewritten ]; then
   cp "$root/course" "$work/course.planted"
