@@ -19,7 +19,7 @@ loss falls faster for 50 steps, then stays near 2.8 nats while honest attention 
 backend without the mask gives the same curve (2.785 nats in the last window, the course's 2.793),
 so it is how such a model trains, not a fault of the course's non-causal kernels.
 
-Measured on the H200 (bench/results/training_2026-12-03_nvidia-h200.md): the course's curve is
+Measured on the H200 (bench/results/, the latest training run): the course's curve is
 0.08-0.09 nats from flash's at worst, flash's from math's 0.04-0.05, allowed 0.18-0.20 (two runs;
 the backward passes' atomics make each run differ a little).
 
