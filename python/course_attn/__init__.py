@@ -1,8 +1,8 @@
-"""The course's GPU attention kernels (labs 4-8) as PyTorch functions.
+"""The course's GPU attention kernels (labs 4-9) as PyTorch functions.
 
     import course_attn
     o, lse = course_attn.forward(q, k, v, causal=True)          # one forward kernel, no autograd
-    o = course_attn.attention(q, k, v, causal=True)             # autograd: labs 4/5/8 + lab 7
+    o = course_attn.attention(q, k, v, causal=True)             # autograd: labs 4/5/8 + lab 7/9
     o.sum().backward()
 
 Tensors are [B, H, N, d], contiguous, on a CUDA device; work goes on PyTorch's current stream.
@@ -12,7 +12,7 @@ cached under build/torch-ext/ (see _extension.py). Run the tests with ./course b
 from . import gpu_labs
 from ._autograd import attention, forward_kernel
 from ._extension import build, build_directory, sources
-from ._ops import BACKWARD_KERNELS, KERNELS, VERSIONS, backward, choose_kernel, forward
+from ._ops import BACKWARD_KERNELS, BACKWARD_LABS, KERNELS, VERSIONS, backward, backward_lab, choose_kernel, forward
 
-__all__ = ["attention", "backward", "build", "build_directory", "choose_kernel", "forward", "forward_kernel",
-           "gpu_labs", "sources", "BACKWARD_KERNELS", "KERNELS", "VERSIONS"]
+__all__ = ["attention", "backward", "backward_lab", "build", "build_directory", "choose_kernel", "forward",
+           "forward_kernel", "gpu_labs", "sources", "BACKWARD_KERNELS", "BACKWARD_LABS", "KERNELS", "VERSIONS"]

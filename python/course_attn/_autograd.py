@@ -4,9 +4,10 @@ from __future__ import annotations
 import torch
 from torch.autograd.function import once_differentiable
 
-from ._ops import TENSOR_CORE_HEAD_DIMS, _check_causal, _check_tensors, backward, forward, kernel_scale, lab8_runs_on
+from ._ops import (TENSOR_CORE_HEAD_DIMS, _check_causal, _check_tensors, backward, forward, kernel_scale,
+                   lab8_runs_on)
 
-# The forward kernel of each dtype: the one that saves the LSE lab 7 needs, in that dtype. For
+# The forward kernel of each dtype: the one that saves the LSE the backward needs, in that dtype. For
 # bf16 and fp16, lab 8 replaces lab 5 where it runs (forward_kernel).
 FORWARD_KERNEL = {torch.float32: "lab4", torch.bfloat16: "lab5", torch.float16: "lab5"}
 
@@ -18,7 +19,8 @@ def forward_kernel(q: torch.Tensor) -> str:
     if kernel == "lab5" and q.dim() == 4 and q.shape[-1] in TENSOR_CORE_HEAD_DIMS and lab8_runs_on(q.device):
         return "lab8"
     return kernel
-# Lab 7's GPU backward takes these (include/course/lab7_backward_gpu.hpp).
+# Lab 7's GPU backward takes these (include/course/lab7_backward_gpu.hpp); lab 9, where it runs,
+# takes the bf16 and fp16 ones.
 GRADIENT_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 GRADIENT_HEAD_DIMS = (64, 128)
 
@@ -27,18 +29,18 @@ class _Attention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, causal, scale):
         o, lse = forward(q, k, v, causal=causal, scale=scale, kernel=forward_kernel(q))
-        # FlashAttention keeps O and the LSE, never P: lab 7 recomputes P = exp(S - LSE) tile by tile.
+        # FlashAttention keeps O and the LSE, never P: the backward recomputes P = exp(S - LSE) tile by tile.
         ctx.save_for_backward(q, k, v, o, lse)
         ctx.causal = causal
         ctx.scale = scale
         return o
 
     @staticmethod
-    @once_differentiable  # lab 7's gradients are not themselves differentiable
+    @once_differentiable  # the kernels' gradients are not themselves differentiable
     def backward(ctx, grad_o):
         q, k, v, o, lse = ctx.saved_tensors
         # The incoming gradient may be any view (o.sum().backward() sends an expanded one); the
-        # kernel reads dense rows.
+        # kernel reads dense rows. The lab: backward_lab (lab 9 on an sm_90 GPU for bf16 and fp16).
         dq, dk, dv = backward(q, k, v, o, grad_o.contiguous(), lse, causal=ctx.causal, scale=ctx.scale)
         return dq, dk, dv, None, None
 
@@ -49,14 +51,16 @@ def _needs_gradient(*tensors) -> bool:
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
               scale: float | None = None) -> torch.Tensor:
-    """Attention with gradients: the course's forward kernels and lab 7's GPU backward.
+    """Attention with gradients: the course's forward kernels and its GPU backward (lab 7 or 9).
 
     Shapes, causal (bottom-right aligned) and scale as course_attn.forward; returns o only, like
     F.scaled_dot_product_attention.
 
     Forward (forward_kernel): fp32 -> lab 4; bf16 and fp16 -> lab 8 on an sm_90 GPU (H100, H200,
     d = 64 or 128, lab 8 built), lab 5 elsewhere. Each saves the LSE (natural log), so the
-    backward needs no N x N matrix. Backward: lab 7's GPU kernels (FA2 Algorithm 2).
+    backward needs no N x N matrix. Backward (backward_lab): for bf16 and fp16 at d = 64 or 128,
+    lab 9 on an sm_90 GPU (wgmma and TMA, lab 9 built); lab 7's GPU kernels elsewhere (FA2
+    Algorithm 2, both).
 
     Which inputs can have gradients: fp32, bf16 and fp16, with d = 64 or 128, because those are
     what lab 7's GPU backward takes: fp32 on CUDA cores (part 2), bf16 and fp16 on tensor cores

@@ -29,8 +29,14 @@ TENSOR_CORE_HEAD_DIMS = (64, 128)  # labs 5, 6 and 8 (and lab 7's backward)
 def lab8_runs_on(device: torch.device) -> bool:
     """Whether lab 8 can run on `device`: a CUDA device of compute capability 9.0, and an
     extension built with lab 8 (COURSE_ATTN_CUDA_ARCH includes 90, as by default)."""
+    return hopper_lab_runs_on(8, device)
+
+
+def hopper_lab_runs_on(lab: int, device: torch.device) -> bool:
+    """Whether lab 8 or 9 (sm_90a code) can run on `device`: compute capability 9.0, and an
+    extension built with that lab."""
     return (device.type == "cuda" and torch.cuda.get_device_capability(device) == LAB8_CAPABILITY
-            and includes_lab(8))
+            and includes_lab(lab))
 
 
 def choose_kernel(q: torch.Tensor) -> str:
@@ -71,17 +77,17 @@ def version_int(kernel: str, version) -> int:
     return VERSIONS[kernel][version]
 
 
-def _check_lab8_device(q: torch.Tensor) -> None:
-    """Lab 8 asked for where it cannot run: a clear error before any kernel."""
-    if not includes_lab(8):
-        raise RuntimeError("course_attn: lab 8 was not compiled into this extension: it is built for sm_90a when "
-                           "COURSE_ATTN_CUDA_ARCH includes 90 (the default), and COURSE_ATTN_CUDA_ARCH is "
+def _check_lab8_device(q: torch.Tensor, lab: int = 8, instead: str = "kernel='lab5' or 'auto'") -> None:
+    """Lab 8 (or 9) asked for where it cannot run: a clear error before any kernel."""
+    if not includes_lab(lab):
+        raise RuntimeError(f"course_attn: lab {lab} was not compiled into this extension: it is built for sm_90a "
+                           "when COURSE_ATTN_CUDA_ARCH includes 90 (the default), and COURSE_ATTN_CUDA_ARCH is "
                            "set without it")
     if q.device.type == "cuda" and torch.cuda.get_device_capability(q.device) != LAB8_CAPABILITY:
         major, minor = torch.cuda.get_device_capability(q.device)
-        raise RuntimeError(f"course_attn: lab 8 needs a GPU of compute capability 9.0 (H100, H200: wgmma and TMA "
-                           f"are sm_90a instructions); {torch.cuda.get_device_name(q.device)} is sm_{major}{minor}. "
-                           "Use kernel='lab5' or 'auto'")
+        raise RuntimeError(f"course_attn: lab {lab} needs a GPU of compute capability 9.0 (H100, H200: wgmma and "
+                           f"TMA are sm_90a instructions); {torch.cuda.get_device_name(q.device)} is "
+                           f"sm_{major}{minor}. Use {instead}")
 
 
 def kernel_scale(scale) -> float:
@@ -151,15 +157,32 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = Fa
     return run(q, k, v, causal, scale_arg, version_arg)
 
 
+# The labs whose backward course_attn.backward runs: lab 7 (CUDA cores or tensor cores) and lab 9
+# (Hopper: wgmma and TMA; bf16 and fp16).
+BACKWARD_LABS = (7, 9)
+
+
+def backward_lab(q: torch.Tensor, kernel: str = "auto") -> int:
+    """The lab whose backward backward(lab=None) runs for q: lab 9 for bf16 and fp16 with d = 64
+    or 128 on an sm_90 GPU (H100, H200) with lab 9 built, when no lab 7 kernel is named; else lab 7."""
+    if (kernel == "auto" and q.dim() == 4 and q.dtype in (torch.bfloat16, torch.float16)
+            and q.shape[-1] in TENSOR_CORE_HEAD_DIMS and hopper_lab_runs_on(9, q.device)):
+        return 9
+    return 7
+
+
 def backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor, do: torch.Tensor,
              lse: torch.Tensor, causal: bool = False, scale: float | None = None,
-             kernel: str = "auto") -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Lab 7's GPU backward pass (FA2 Algorithm 2): (dq, dk, dv) from the forward's o and lse.
+             kernel: str = "auto", lab: int | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The course's GPU backward pass (FA2 Algorithm 2): (dq, dk, dv) from the forward's o and lse.
 
     q, o, do: [B, H, Nq, d]; k, v: [B, H, Nk, d]; d = 64 or 128, contiguous CUDA tensors; lse:
-    [B, H, Nq] float32 as forward returned it. kernel: "tensor_cores" (part 3; bf16, fp16),
-    "cuda_cores" (part 2; fp32, bf16) or "auto" (tensor cores for bf16 and fp16, CUDA cores for
-    fp32).
+    [B, H, Nq] float32 as forward returned it.
+    lab: 7 (lab 7's GPU kernels), 9 (lab 9, Hopper: bf16 and fp16 on an sm_90 GPU) or None
+        (backward_lab: lab 9 where it runs, lab 7 elsewhere).
+    kernel: lab 7's kernel, "tensor_cores" (part 3; bf16, fp16), "cuda_cores" (part 2; fp32,
+        bf16) or "auto" (tensor cores for bf16 and fp16, CUDA cores for fp32); lab 9 has one
+        kernel, on tensor cores ("auto" or "tensor_cores").
     causal and scale must be those of the forward. Runs on the current CUDA stream; the
     workspace (D and the fp32 dQ accumulator) comes from PyTorch's caching allocator.
     """
@@ -167,4 +190,11 @@ def backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
     causal = _check_causal(causal)
     if kernel not in BACKWARD_KERNELS:
         raise ValueError(f"course_attn.backward: kernel must be one of {sorted(BACKWARD_KERNELS)}, not {kernel!r}")
-    return extension().lab7_backward(q, k, v, o, do, lse, causal, kernel_scale(scale), BACKWARD_KERNELS[kernel])
+    if lab is None:
+        lab = backward_lab(q, kernel)
+    if lab not in BACKWARD_LABS:
+        raise ValueError(f"course_attn.backward: lab must be 7, 9 or None, not {lab!r}")
+    if lab == 9:
+        _check_lab8_device(q, 9, "lab=7 or lab=None")
+    run = extension().lab9_backward if lab == 9 else extension().lab7_backward
+    return run(q, k, v, o, do, lse, causal, kernel_scale(scale), BACKWARD_KERNELS[kernel])

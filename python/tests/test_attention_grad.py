@@ -1,4 +1,5 @@
-"""course_attn.attention: the gradients of lab 7's GPU backward.
+"""course_attn.attention and course_attn.backward: the gradients of lab 7's GPU backward, and of
+lab 9's (Hopper) where it runs.
 
 Why not torch.autograd.gradcheck: it compares with finite differences in fp64, and no kernel of
 the course computes in fp64 (lab 7's GPU parts take fp32, bf16 and fp16), so there is nothing for it
@@ -169,7 +170,58 @@ def test_lab8_forward_under_autograd(dtype):
     o = course_attn.attention(lq, lk, lv, causal=True)
     assert torch.equal(o, course_attn.forward(q, k, v, causal=True, kernel="lab8")[0])
     o.backward(do)
-    check_gradients(q, k, v, do, True, [lq.grad, lk.grad, lv.grad], f"{dtype} lab 8 forward, lab 7 backward")
+    check_gradients(q, k, v, do, True, [lq.grad, lk.grad, lv.grad],
+                    f"{dtype} lab 8 forward, lab {course_attn.backward_lab(q)} backward")
+
+
+# Lab 9 is built whenever lab 8 is (both sm_90a, COURSE_ATTN_CUDA_ARCH including 90) and runs on
+# the same GPUs: the lab8 marker stands for both.
+@pytest.mark.lab8
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("shape", GRAD_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("d", [64, 128])
+@pytest.mark.parametrize("dtype", [BF16, F16], ids=lambda t: str(t).removeprefix("torch."))
+def test_lab9_backward_matches_fp64_autograd(dtype, d, shape, causal):
+    # On an sm_90 GPU attention() takes its 16-bit gradients from lab 9, and backward(lab=None) too.
+    b, h, nq, nk = shape
+    q, k, v = qkv(b, h, nq, nk, d, dtype, seed=35)
+    assert course_attn.backward_lab(q) == 9
+    do = make_inputs([q.shape], dtype, seed=36)[0]
+    o, lse = course_attn.forward(q, k, v, causal=causal, kernel="lab8")
+    grads = course_attn.backward(q, k, v, o, do, lse, causal=causal, lab=9)
+    check_gradients(q, k, v, do, causal, list(grads), f"{dtype} d={d} {shape} lab 9")
+
+
+@pytest.mark.lab8
+def test_which_backward_runs():
+    q16 = torch.empty(1, 1, 8, 64, dtype=BF16, device="cuda")
+    assert course_attn.backward_lab(q16) == 9
+    assert course_attn.backward_lab(q16, kernel="cuda_cores") == 7  # a lab 7 kernel named: lab 7
+    assert course_attn.backward_lab(q16.float()) == 7  # lab 9 takes bf16 and fp16 only
+    assert course_attn.backward_lab(torch.empty(1, 1, 8, 32, dtype=BF16, device="cuda")) == 7
+
+
+@pytest.mark.lab8
+def test_lab9_refuses_what_it_does_not_take():
+    q, k, v = qkv(1, 1, 16, 16, 64, F32, seed=37)
+    o, lse = course_attn.forward(q, k, v)
+    with pytest.raises(TypeError, match="lab 9"):
+        course_attn.backward(q, k, v, o, o, lse, lab=9)
+    q16, k16, v16 = (t.to(BF16) for t in (q, k, v))
+    o16, lse16 = course_attn.forward(q16, k16, v16, kernel="lab8")
+    with pytest.raises(ValueError):
+        course_attn.backward(q16, k16, v16, o16, o16, lse16, lab=9, kernel="cuda_cores")
+    with pytest.raises(ValueError, match="lab must be 7, 9 or None"):
+        course_attn.backward(q16, k16, v16, o16, o16, lse16, lab=8)
+
+
+@pytest.mark.not_lab8
+def test_lab9_on_another_gpu_says_why():
+    q, k, v = qkv(1, 1, 16, 16, 64, BF16, seed=38)
+    o, lse = course_attn.forward(q, k, v, kernel="lab5")
+    assert course_attn.backward_lab(q) == 7
+    with pytest.raises(RuntimeError, match="compute capability 9.0"):
+        course_attn.backward(q, k, v, o, o, lse, lab=9)
 
 
 def test_double_backward_is_refused():

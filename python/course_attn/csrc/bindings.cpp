@@ -1,8 +1,9 @@
 // The PyTorch side of the course's GPU kernels: checks torch tensors, then hands their device
 // pointers to the labs' C++ APIs (include/course/lab4_cuda.hpp, lab5_tensor_core.hpp,
-// lab6_decoding.hpp, lab7_backward_gpu.hpp, lab8_hopper.hpp) on PyTorch's current stream, with
-// every output and workspace taken from PyTorch's caching allocator. Lab 8 is bound only where
-// _extension.py compiled it (COURSE_ATTN_HAVE_LAB8: its sm_90a library was built and linked).
+// lab6_decoding.hpp, lab7_backward_gpu.hpp, lab8_hopper.hpp, lab9_hopper_backward.hpp) on PyTorch's current stream, with
+// every output and workspace taken from PyTorch's caching allocator. Labs 8 and 9 are bound only
+// where _extension.py compiled them (COURSE_ATTN_HAVE_LAB8, _LAB9: their sm_90a libraries were
+// built and linked).
 //
 // Nothing here computes attention: every number comes from the lab code compiled beside this
 // file (solutions/ by default, your labs/ with COURSE_ATTN_SOURCES=labs; see _extension.py).
@@ -34,9 +35,13 @@
 #include "course/lab6_decoding.hpp"
 #include "course/lab7_backward_gpu.hpp"
 #include "course/lab8_hopper.hpp"
+#include "course/lab9_hopper_backward.hpp"
 
 #ifndef COURSE_ATTN_HAVE_LAB8
 #define COURSE_ATTN_HAVE_LAB8 0
+#endif
+#ifndef COURSE_ATTN_HAVE_LAB9
+#define COURSE_ATTN_HAVE_LAB9 0
 #endif
 
 namespace py = pybind11;
@@ -252,12 +257,23 @@ Tensors2 lab6_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor
   return {o, lse};
 }
 
-Tensors3 lab7_backward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& o,
-                       const at::Tensor& dout, const at::Tensor& lse, bool causal, double scale, int64_t kernel) {
+// A backward lab's entry point: lab 7's GPU backward and lab 9's take the same call
+// (course/lab9_hopper_backward.hpp), so one binding serves both.
+struct BackwardLab {
+  const char* name;                           // "lab 7 (its GPU parts)", for the dtype error
+  std::vector<at::ScalarType> dtypes;         // what it takes
+  std::size_t (*workspace_bytes)(const course::AttentionShape&);
+  void (*backward)(const void*, const void*, const void*, const void*, const void*, const float*, void*, void*,
+                   void*, course::DType, const course::AttentionShape&, const course::lab7::BackwardGpuOptions&);
+};
+
+Tensors3 gpu_backward(const BackwardLab& lab, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                      const at::Tensor& o, const at::Tensor& dout, const at::Tensor& lse, bool causal, double scale,
+                      int64_t kernel) {
   const std::string f = "backward";
   const course::AttentionShape shape = attention_shape(q, k, v, f);
-  // Which dtype goes with which kernel is lab 7's to check (course::BadInput -> ValueError).
-  const course::DType dtype = course_dtype(q, f, "lab 7 (its GPU parts)", {at::kFloat, at::kBFloat16, at::kHalf});
+  // Which dtype goes with which kernel is the lab's to check (course::BadInput -> ValueError).
+  const course::DType dtype = course_dtype(q, f, lab.name, lab.dtypes);
   check_tensor(o, "o", f);
   check_tensor(dout, "do", f);
   check_tensor(lse, "lse", f, 3);
@@ -279,7 +295,7 @@ Tensors3 lab7_backward(const at::Tensor& q, const at::Tensor& k, const at::Tenso
   const float tau = kernel_scale(scale, f);
   const c10::cuda::CUDAGuard device(q.device());
   // D = rowsum(dO o O) and the fp32 dQ accumulator live in the caller's workspace.
-  const std::size_t bytes = course::lab7::backward_workspace_bytes(shape);
+  const std::size_t bytes = lab.workspace_bytes(shape);
   at::Tensor scratch = workspace(bytes, q);
   at::Tensor dq = at::empty(q.sizes(), q.options());
   at::Tensor dk = at::empty(k.sizes(), k.options());
@@ -292,16 +308,31 @@ Tensors3 lab7_backward(const at::Tensor& q, const at::Tensor& k, const at::Tenso
   options.stream = current_stream();
   // The int Python passes for the kernel's name (course/gpu_labs.def's order; -1 automatic).
   options.kernel = course_attn::backward_kernel(kernel, "course_attn.backward");
-  course::lab7::flash_attention_backward(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), dout.data_ptr(),
-                                         lse.data_ptr<float>(), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(), dtype,
-                                         shape, options);
+  lab.backward(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), dout.data_ptr(), lse.data_ptr<float>(),
+               dq.data_ptr(), dk.data_ptr(), dv.data_ptr(), dtype, shape, options);
   return {dq, dk, dv};
 }
+
+Tensors3 lab7_backward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& o,
+                       const at::Tensor& dout, const at::Tensor& lse, bool causal, double scale, int64_t kernel) {
+  static const BackwardLab lab7{"lab 7 (its GPU parts)", {at::kFloat, at::kBFloat16, at::kHalf},
+                                &course::lab7::backward_workspace_bytes, &course::lab7::flash_attention_backward};
+  return gpu_backward(lab7, q, k, v, o, dout, lse, causal, scale, kernel);
+}
+
+#if COURSE_ATTN_HAVE_LAB9
+Tensors3 lab9_backward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& o,
+                       const at::Tensor& dout, const at::Tensor& lse, bool causal, double scale, int64_t kernel) {
+  static const BackwardLab lab9{"lab 9", {at::kBFloat16, at::kHalf}, &course::lab9::backward_workspace_bytes,
+                                &course::lab9::flash_attention_backward};
+  return gpu_backward(lab9, q, k, v, o, dout, lse, causal, scale, kernel);
+}
+#endif
 
 }  // namespace
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  m.doc() = "The course's attention kernels (labs 4-8) on torch tensors; use the course_attn package.";
+  m.doc() = "The course's attention kernels (labs 4-9) on torch tensors; use the course_attn package.";
 
   // The labs' exceptions as Python's: their messages are written for the caller. Registered
   // for this module only, so they come before any translator another module installed (and so
@@ -346,4 +377,12 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         "and lse; kernel: the int of its name (course_attn.gpu_labs, course/gpu_labs.def), -1 automatic.",
         py::arg("q"), py::arg("k"), py::arg("v"), py::arg("o"), py::arg("do"), py::arg("lse"), py::arg("causal"),
         py::arg("scale"), py::arg("kernel") = -1);
+#if COURSE_ATTN_HAVE_LAB9
+  m.def("lab9_backward", &lab9_backward,
+        "(q, k, v, o, do, lse, causal, scale, kernel) -> (dq, dk, dv): lab 9's Hopper backward (bf16, fp16; an "
+        "sm_90 GPU), lab7_backward's call; kernel -1 (automatic) or tensor cores.",
+        py::arg("q"), py::arg("k"), py::arg("v"), py::arg("o"), py::arg("do"), py::arg("lse"), py::arg("causal"),
+        py::arg("scale"), py::arg("kernel") = -1);
+#endif
+  m.attr("has_lab9") = py::bool_(COURSE_ATTN_HAVE_LAB9 != 0);
 }
