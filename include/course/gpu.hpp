@@ -175,6 +175,34 @@ __device__ __forceinline__ void load16(const __half* src, float* dst) {
   }
 }
 
+// E consecutive floats of shared memory (16-byte aligned) into registers, as float4 loads.
+template <int E>
+__device__ __forceinline__ void load_shared(const float* src, float* dst) {
+#pragma unroll
+  for (int u = 0; u < E; u += 4) {
+    const float4 x = *reinterpret_cast<const float4*>(src + u);
+    dst[u] = x.x;
+    dst[u + 1] = x.y;
+    dst[u + 2] = x.z;
+    dst[u + 3] = x.w;
+  }
+}
+
+// Sum over the G lanes of a group (G divides 32, groups are aligned runs of lanes): every lane
+// of the group gets the sum. Lab 6's groups of lanes that read one K or V row share their dot
+// products with it.
+template <int G>
+__device__ __forceinline__ float group_sum(float x) {
+#pragma unroll
+  for (int offset = G / 2; offset > 0; offset /= 2) x += __shfl_xor_sync(0xffffffffu, x, offset);
+  return x;
+}
+
+// One fp32 value stored as fp32, bf16 or fp16 (round to nearest even).
+__device__ __forceinline__ void store_one(float* dst, float x) { *dst = x; }
+__device__ __forceinline__ void store_one(__nv_bfloat16* dst, float x) { *dst = __float2bfloat16_rn(x); }
+__device__ __forceinline__ void store_one(__half* dst, float x) { *dst = __float2half_rn(x); }
+
 // Copies rows [0, ROWS) of a row-major [*, D] block in global memory into a shared fp32 tile with
 // row pitch `pitch` (floats), multiplying by `mul`; the THREADS threads of the CTA share the
 // 16-byte loads (load16). Rows at or past `valid_rows` are filled with zeros, so that a partial

@@ -98,29 +98,7 @@ struct PagedMergeParams {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Device helpers (given).
-
-template <int E>
-__device__ __forceinline__ void load_shared(const float* src, float* dst) {
-#pragma unroll
-  for (int u = 0; u < E; u += 4) {
-    const float4 x = *reinterpret_cast<const float4*>(src + u);
-    dst[u] = x.x;
-    dst[u + 1] = x.y;
-    dst[u + 2] = x.z;
-    dst[u + 3] = x.w;
-  }
-}
-
-template <int G>
-__device__ __forceinline__ float group_sum(float x) {
-#pragma unroll
-  for (int offset = G / 2; offset > 0; offset /= 2) x += __shfl_xor_sync(0xffffffffu, x, offset);
-  return x;
-}
-
-[[maybe_unused]] __device__ __forceinline__ void store_one(__nv_bfloat16* dst, float x) { *dst = __float2bfloat16_rn(x); }
-[[maybe_unused]] __device__ __forceinline__ void store_one(__half* dst, float x) { *dst = __float2half_rn(x); }
+// Device helpers (given). course/gpu.hpp has load16, load_shared, group_sum and store_one.
 
 // Packed row r of a CTA's tile -> (which head of the CTA's heads, which new query row).
 [[maybe_unused]] __device__ __forceinline__ void unpack_row(int r, int nq, int heads_per_cta, int& head, int& query) {

@@ -102,37 +102,8 @@ struct MergeParams {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Device helpers (given). 16-byte loads of K, V and Q rows are course::load16 (course/gpu.hpp).
-
-// E consecutive floats of shared memory (16-byte aligned) into registers.
-template <int E>
-__device__ __forceinline__ void load_shared(const float* src, float* dst) {
-#pragma unroll
-  for (int u = 0; u < E; u += 4) {
-    const float4 x = *reinterpret_cast<const float4*>(src + u);
-    dst[u] = x.x;
-    dst[u + 1] = x.y;
-    dst[u + 2] = x.z;
-    dst[u + 3] = x.w;
-  }
-}
-
-// Sum over the G lanes of a group (G divides 32, groups are aligned runs of lanes): every lane
-// of the group gets the sum.
-template <int G>
-__device__ __forceinline__ float group_sum(float x) {
-#pragma unroll
-  for (int offset = G / 2; offset > 0; offset /= 2) x += __shfl_xor_sync(0xffffffffu, x, offset);
-  return x;
-}
-
-// One fp32 value stored as fp32 or bf16 (round to nearest even).
-// SKELETON: [[maybe_unused]]
-__device__ __forceinline__ void store_one(float* dst, float x) { *dst = x; }
-// SKELETON: [[maybe_unused]]
-__device__ __forceinline__ void store_one(__nv_bfloat16* dst, float x) {
-  *dst = __float2bfloat16_rn(x);
-}
+// Device helpers (given). 16-byte loads of K, V and Q rows are course::load16, and load_shared,
+// group_sum and store_one are course/gpu.hpp's too.
 
 // The merge's exponential of a difference of natural-log LSEs.
 // SKELETON: [[maybe_unused]]
