@@ -77,8 +77,9 @@ def version_int(kernel: str, version) -> int:
     return VERSIONS[kernel][version]
 
 
-def _check_lab8_device(q: torch.Tensor, lab: int = 8, instead: str = "kernel='lab5' or 'auto'") -> None:
-    """Lab 8 (or 9) asked for where it cannot run: a clear error before any kernel."""
+def _check_hopper_lab_device(q: torch.Tensor, lab: int, instead: str) -> None:
+    """Lab 8 or 9 (sm_90a code) asked for where it cannot run: a clear error before any kernel,
+    naming what to use `instead`."""
     if not includes_lab(lab):
         raise RuntimeError(f"course_attn: lab {lab} was not compiled into this extension: it is built for sm_90a "
                            "when COURSE_ATTN_CUDA_ARCH includes 90 (the default), and COURSE_ATTN_CUDA_ARCH is "
@@ -150,7 +151,7 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = Fa
         raise ValueError(f"course_attn: kernel must be 'auto' or one of {', '.join(KERNELS)}, not {kernel!r}")
     version_arg = version_int(name, version)
     if name == "lab8":
-        _check_lab8_device(q)
+        _check_hopper_lab_device(q, 8, "kernel='lab5' or 'auto'")
     run = getattr(extension(), f"{name}_forward")
     if name == "lab6":  # one kernel, no versions
         return run(q, k, v, causal, scale_arg)
@@ -195,6 +196,6 @@ def backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
     if lab not in BACKWARD_LABS:
         raise ValueError(f"course_attn.backward: lab must be 7, 9 or None, not {lab!r}")
     if lab == 9:
-        _check_lab8_device(q, 9, "lab=7 or lab=None")
+        _check_hopper_lab_device(q, 9, "lab=7 or lab=None")
     run = extension().lab9_backward if lab == 9 else extension().lab7_backward
     return run(q, k, v, o, do, lse, causal, kernel_scale(scale), BACKWARD_KERNELS[kernel])
