@@ -133,8 +133,10 @@ std::string reachable_copy(const std::string& binary, std::string& copy_path) {
   }
   if (fd >= 0) close(fd);
   if (!copied) {
+    const int why = errno;  // the failed step's, for the caller's message, not the clean-up's
     unlink(copy_path.c_str());
     rmdir(dir);
+    errno = why;
     return "";
   }
   return dir;
