@@ -1,6 +1,6 @@
 // bench_backward: lab 7's GPU backward pass (and lab 9's Hopper backward where it is built and the
-// GPU is an H100 or H200), timed, next to lab 5's forward on the same shapes
-// (the FA1 paper's forward + backward view), in the configurations of bench_attention: bf16,
+// GPU is an H100 or H200), timed, next to lab 5's forward (and lab 8's, on an H100 or H200) on the
+// same shapes (the FA1 paper's forward + backward view), in the configurations of bench_attention: bf16,
 // B * N = 16k tokens, H * d = 2048, d in {64, 128}, N in {1k, 2k, 4k, 8k} (quick: 1k and 4k),
 // causal and not.
 //
@@ -28,8 +28,13 @@
 #if COURSE_HAVE_LAB5
 #include "course/lab5_tensor_core.hpp"
 #endif
-#if COURSE_HAVE_LAB9
+#if COURSE_HAVE_LAB8 || COURSE_HAVE_LAB9
 #include "course/errors.hpp"
+#endif
+#if COURSE_HAVE_LAB8
+#include "course/lab8_hopper.hpp"
+#endif
+#if COURSE_HAVE_LAB9
 #include "course/lab9_hopper_backward.hpp"
 #endif
 
@@ -124,6 +129,27 @@ int main(int argc, char** argv) {
           int reps = 0;
           const float fwd_ms = measure(forward, stream, max_reps, reps);
           row("lab5", "forward", fwd_ms, fwd_flops, "ok", reps);
+#endif
+#if COURSE_HAVE_LAB8
+          // Lab 8's forward (sm_90a), the forward that goes with lab 9's backward on an H100 or
+          // H200; elsewhere its call says so with course::BadInput, and the row records that. It
+          // runs after lab 5's, so O and LSE are its own (the same values, up to rounding).
+          try {
+            course::lab8::ForwardOptions fo8;
+            fo8.causal = causal;
+            fo8.stream = stream;
+            auto forward = [&] {
+              course::lab8::flash_attention_forward(q.get(), k.get(), v.get(), o.get(), lse.as<float>(),
+                                                    course::DType::bf16, shape, fo8);
+            };
+            int reps = 0;
+            const float fwd_ms = measure(forward, stream, max_reps, reps);
+            row("lab8", "forward", fwd_ms, fwd_flops, "ok", reps);
+          } catch (const course::BadInput& e) {
+            std::string what = e.what();
+            std::replace(what.begin(), what.end(), ',', ';');
+            row("lab8", "forward", 0.0f, fwd_flops, "skipped: " + what.substr(0, 100), 0);
+          }
 #endif
           course::lab7::BackwardGpuOptions bo;
           bo.causal = causal;

@@ -3,13 +3,14 @@
 
 Usage: report_backward.py BASE GPU COMMIT CSV...   (run-bench --backward calls it)
 Reads the rows of bench_backward (lab 5's forward, lab 7's backward on tensor cores and on CUDA
-cores) and bench_torch_backward.py (PyTorch SDPA's flash and cuDNN backends, forward and
+cores, and on an H100 or H200 lab 8's forward and lab 9's backward) and bench_torch_backward.py (PyTorch SDPA's flash and cuDNN backends, forward and
 backward) and writes BASE.csv (the rows that measured ok), BASE.md and, with matplotlib, BASE.png:
 backward TFLOP/s against N (top row) and forward + backward (bottom row), one column per (d, causal).
 
 FLOPs: forward 4 B H N^2 d, backward 2.5x that (five products instead of two), both halved when
-causal. Forward + backward: their FLOPs over the sum of their times (the course's pair is lab 5's
-forward with lab 7's backward; PyTorch's pairs are one backend's forward and backward).
+causal. Forward + backward: their FLOPs over the sum of their times (the course's pairs are lab 5's
+forward with lab 7's backward and, on Hopper, lab 8's with lab 9's; PyTorch's pairs are one
+backend's forward and backward). Lab 8's and lab 9's columns appear only where the run has them.
 """
 import csv
 import sys
@@ -17,10 +18,19 @@ import sys
 FIELDS = ["impl", "pass", "dtype", "d", "N", "B", "H", "causal", "ms", "tflops", "status", "reps"]
 # (label, forward impl, backward impl) of each forward + backward pair.
 PAIRS = [("course: lab 5 + lab 7 (tensor cores)", "lab5", "lab7"),
+         ("course on Hopper: lab 8 + lab 9", "lab8", "lab9"),
          ("PyTorch flash (FA2)", "torch:flash", "torch:flash"),
          ("PyTorch cuDNN", "torch:cudnn", "torch:cudnn")]
 # One colour per implementation in both rows of the picture (by the backward's impl).
-COLOURS = {"lab7": "tab:blue", "lab7-cuda-cores": "tab:orange", "torch:flash": "tab:green", "torch:cudnn": "tab:red"}
+COLOURS = {"lab7": "tab:blue", "lab7-cuda-cores": "tab:orange", "lab9": "tab:purple", "torch:flash": "tab:green",
+           "torch:cudnn": "tab:red"}
+# The backward implementations, in the table's and the picture's order.
+BACKWARDS = [("lab7", "lab7 bwd", "lab 7, tensor cores"), ("lab7-cuda-cores", "lab7 cc bwd", "lab 7, CUDA cores"),
+             ("lab9", "lab9 bwd", "lab 9, Hopper (wgmma)"), ("torch:flash", "torch:flash bwd", "PyTorch flash (FA2)"),
+             ("torch:cudnn", "torch:cudnn bwd", "PyTorch cuDNN")]
+# (numerator, denominator) of the backward ratios in the table.
+RATIOS = [("lab7", "torch:flash"), ("lab9", "torch:flash"), ("lab9", "torch:cudnn")]
+FORWARDS = [("lab5", "lab5 fwd"), ("lab8", "lab8 fwd"), ("torch:flash", "flash fwd")]
 
 
 def load(files):
@@ -47,28 +57,40 @@ def fwd_bwd_tflops(rows, fwd_impl, bwd_impl, d, n, causal):
     return flops / (f_ms + b_ms)
 
 
+def present(rows, impl, pass_):
+    return any(r["impl"] == impl and r["pass"] == pass_ for r in rows)
+
+
 def markdown(rows, gpu, commit):
     fmt = lambda x: "" if x is None else f"{x:.1f}"
+    backwards = [b for b in BACKWARDS if present(rows, b[0], "backward")]
+    ratios = [(a, b) for a, b in RATIOS if present(rows, a, "backward") and present(rows, b, "backward")]
+    forwards = [f for f in FORWARDS if present(rows, f[0], "forward")]
+    pairs = [p for p in PAIRS if present(rows, p[1], "forward") and present(rows, p[2], "backward")]
+    short = {"torch:flash": "flash", "torch:cudnn": "cuDNN"}
+    pair_short = {"lab5": "lab 5 + 7", "lab8": "lab 8 + 9", "torch:flash": "flash", "torch:cudnn": "cuDNN"}
+    header = (["d", "N", "causal"] + [b[1] for b in backwards] + [f"{a} / {short.get(b, b)}" for a, b in ratios]
+              + [f[1] for f in forwards] + [f"{pair_short[f]} fwd+bwd" for _, f, _ in pairs])
     lines = [f"# Backward pass: TFLOP/s, {gpu} (commit {commit})", "",
              "bf16, B * N = 16k tokens, H * d = 2048. FLOPs: forward 4 B H N^2 d, backward 2.5x that, halved "
              "when causal. lab7 = the course's GPU backward on tensor cores (part 3, mma.sync); lab7 cc = on CUDA "
-             "cores (part 2, fp32 arithmetic); torch:flash and torch:cudnn = PyTorch SDPA's backends, timed in the "
+             "cores (part 2, fp32 arithmetic); lab9 = the Hopper backward (wgmma, TMA; H100 and H200 only); "
+             "torch:flash and torch:cudnn = PyTorch SDPA's backends, timed in the "
              "same run, their backward as torch.autograd.grad(o, (q, k, v), dO), which adds nothing into q.grad, "
-             "k.grad or v.grad (bench/bench_torch_backward.py). Ratio = lab7 / torch:flash. fwd+bwd = both passes' FLOPs over both passes' times (the "
-             "course: lab 5's forward and lab 7's backward).", "",
-             "| d | N | causal | lab7 bwd | lab7 cc bwd | torch:flash bwd | torch:cudnn bwd | lab7 / flash "
-             "| lab5 fwd | flash fwd | course fwd+bwd | flash fwd+bwd | cuDNN fwd+bwd |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "k.grad or v.grad (bench/bench_torch_backward.py). Ratios are of backward TFLOP/s. fwd+bwd = both "
+             "passes' FLOPs over both passes' times (the course: lab 5's forward with lab 7's backward, and lab "
+             "8's with lab 9's).", "",
+             "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     keys = sorted({(r["d"], r["N"], r["causal"]) for r in rows}, key=lambda k: (int(k[0]), int(k[1]), k[2]))
     for d, n, c in keys:
-        l7, fl = tflops(rows, "lab7", "backward", d, n, c), tflops(rows, "torch:flash", "backward", d, n, c)
-        ratio = f"{l7 / fl:.2f}x" if l7 and fl else ""
-        pairs = [fmt(fwd_bwd_tflops(rows, f, b, d, n, c)) for _, f, b in PAIRS]
-        lines.append(f"| {d} | {n} | {'yes' if c == '1' else 'no'} | {fmt(l7)} | "
-                     f"{fmt(tflops(rows, 'lab7-cuda-cores', 'backward', d, n, c))} | {fmt(fl)} | "
-                     f"{fmt(tflops(rows, 'torch:cudnn', 'backward', d, n, c))} | {ratio} | "
-                     f"{fmt(tflops(rows, 'lab5', 'forward', d, n, c))} | "
-                     f"{fmt(tflops(rows, 'torch:flash', 'forward', d, n, c))} | {' | '.join(pairs)} |")
+        cells = [d, n, "yes" if c == "1" else "no"]
+        cells += [fmt(tflops(rows, impl, "backward", d, n, c)) for impl, _, _ in backwards]
+        for a, b in ratios:
+            x, y = tflops(rows, a, "backward", d, n, c), tflops(rows, b, "backward", d, n, c)
+            cells.append(f"{x / y:.2f}x" if x and y else "")
+        cells += [fmt(tflops(rows, impl, "forward", d, n, c)) for impl, _ in forwards]
+        cells += [fmt(fwd_bwd_tflops(rows, f, b, d, n, c)) for _, f, b in pairs]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -85,8 +107,7 @@ def plot(rows, gpu, commit, path):
         title = f"d = {d}, {'causal' if c == '1' else 'not causal'}"
         ns = sorted({int(r["N"]) for r in rows if r["d"] == d and r["causal"] == c})
         top, bottom = axes[0][col], axes[1][col]
-        for impl, label in [("lab7", "lab 7, tensor cores"), ("lab7-cuda-cores", "lab 7, CUDA cores"),
-                            ("torch:flash", "PyTorch flash (FA2)"), ("torch:cudnn", "PyTorch cuDNN")]:
+        for impl, _, label in BACKWARDS:
             pts = [(n, tflops(rows, impl, "backward", d, str(n), c)) for n in ns]
             pts = [p for p in pts if p[1] is not None]
             if pts:
