@@ -364,9 +364,10 @@ Tensors2 lab6_decode(const at::Tensor& q, const at::Tensor& k_cache, const at::T
   cache.block_table_host = table.host.defined() ? table.host.data_ptr<int>() : nullptr;
   cache.seqlens_host = lengths.host.defined() ? lengths.host.data_ptr<int>() : nullptr;
 
-  // As lab6_forward: the split count the lab would choose on this device (a shape the lab
-  // rejects -- Nq above 16, H_q not a multiple of H_kv, a page size it does not take -- is a
-  // BadInput here, before anything runs), and the workspace from the caching allocator.
+  // The shape first, in the lab's words (Nq above 16, H_q not a multiple of H_kv, a page size
+  // it does not take, d): a BadInput, before anything runs. Then, as lab6_forward: the split
+  // count the lab would choose on this device, and the workspace from the caching allocator.
+  course::lab6::check_paged_shape(course::lab6::kLab6PagedRules.function, shape);
   const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
   const int splits = num_splits > 0 ? static_cast<int>(num_splits)
                                     : course::lab6::choose_paged_splits(shape, dtype, sms);
