@@ -69,6 +69,8 @@ std::string dtype_name(at::ScalarType t) {
     case at::kBFloat16: return "torch.bfloat16";
     case at::kHalf: return "torch.float16";
     case at::kDouble: return "torch.float64";
+    case at::kInt: return "torch.int32";  // c10 would say "Int" and "Long"
+    case at::kLong: return "torch.int64";
     default: return std::string("torch.") + c10::toString(t);
   }
 }
