@@ -1,4 +1,4 @@
-"""course_attn.forward and course_attn.backward: one call of one lab's kernel, no autograd."""
+"""course_attn.forward, course_attn.backward and course_attn.decode: one call of one lab's kernel, no autograd."""
 from __future__ import annotations
 
 import math
