@@ -1,4 +1,4 @@
-"""course_attn.forward and course_attn.backward: one call of one lab's kernel, no autograd."""
+"""course_attn.forward, course_attn.backward and course_attn.decode: one call of one lab's kernel, no autograd."""
 from __future__ import annotations
 
 import math
@@ -199,3 +199,64 @@ def backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
         _check_hopper_lab_device(q, 9, "lab=7 or lab=None")
     run = extension().lab9_backward if lab == 9 else extension().lab7_backward
     return run(q, k, v, o, do, lse, causal, kernel_scale(scale), BACKWARD_KERNELS[kernel])
+
+
+def _check_num_splits(num_splits) -> int:
+    if isinstance(num_splits, bool) or not isinstance(num_splits, int):
+        raise TypeError(f"course_attn.decode: num_splits must be an int, not {type(num_splits).__name__}")
+    if num_splits < 0:
+        raise ValueError(f"course_attn.decode: num_splits must be >= 1, or 0 to let the lab choose; got {num_splits}")
+    return num_splits
+
+
+def decode(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_table: torch.Tensor,
+           seqlens: torch.Tensor, *, causal: bool = False, scale: float | None = None,
+           k_new: torch.Tensor | None = None, v_new: torch.Tensor | None = None, num_splits: int = 0,
+           check: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+    """Decoding from a paged KV cache with grouped-query attention: lab 6 part 2
+    (course/lab6_paged.hpp), one call of paged_decode, after append_kv when k_new is given.
+
+    q: [B, H_q, Nq, d], Nq = 1..16 new query rows per sequence; bf16 or fp16, d = 64 or 128.
+    k_cache, v_cache: the pool, [num_pages, H_kv, page_size, d], q's dtype and device; H_q a
+        multiple of H_kv (query head h reads KV head h // (H_q // H_kv)); page_size a power of
+        two from 16 to 256.
+    block_table: [B, max_pages] int32: sequence b's key j is row j % page_size of page
+        block_table[b, j // page_size]. seqlens: [B] int32, each sequence's length including its
+        Nq new rows. Both on q's device or on the CPU (then copied to the device).
+    causal: new row i of sequence b sees key j iff j <= seqlens[b] - Nq + i (bottom-right, as
+        everywhere in the course); without it, every row sees the whole length. A row that sees
+        no key (a length 0, or a length shorter than Nq under causal) gets o = 0, lse = -inf.
+    scale: the softmax scale, default 1/sqrt(d).
+    k_new, v_new: [B, H_kv, Nq, d]: when given, append_kv first writes them, in place, to
+        positions seqlens[b] - Nq .. seqlens[b] - 1 of each sequence (positions below 0 are
+        skipped), so the decoding attends to them, as a server does each step. Give both or neither.
+    num_splits: split-KV chunks per sequence; 0 lets the lab choose for this GPU
+        (choose_paged_splits).
+    check: the lab checks every length (within [0, max_pages * page_size]) and every page that
+        a length uses (within the pool) on host copies of block_table and seqlens. CPU tensors are
+        such copies, checked for free; CUDA ones are copied to the host, which waits for the
+        GPU. check=False skips that copy: on the device the lengths are clamped, but the page
+        indices are trusted, and a wrong one reads outside the pool. Pass CPU tensors, or
+        check=False with tables you trust, where the wait matters (a serving loop).
+
+    Returns (o, lse): o like q, lse [B, H_q, Nq] float32 (natural log). Runs on the current CUDA
+    stream and (without the host copy above) returns without synchronising; o, lse and the
+    workspace come from PyTorch's caching allocator. No autograd: decoding is inference, and no
+    backward exists for it (o carries no gradient; the cache is written in place).
+
+    Raises TypeError for a dtype lab 6 part 2 does not take (or int32 index tensors of another
+    dtype), ValueError for a device, layout or shape that does not fit, and for what the lab
+    rejects (its course::BadInput message: Nq above 16, H_q not a multiple of H_kv, the page
+    size, a length or a page index out of range); a call that is rejected leaves the cache as it
+    was. NotImplementedError for a lab function not written yet (COURSE_ATTN_SOURCES=labs).
+    """
+    _check_tensors(q=q, k_cache=k_cache, v_cache=v_cache, block_table=block_table, seqlens=seqlens)
+    if (k_new is None) != (v_new is None):
+        raise ValueError("course_attn.decode: give k_new and v_new together, or neither")
+    if k_new is not None:
+        _check_tensors(k_new=k_new, v_new=v_new)
+    causal = _check_causal(causal)
+    if not isinstance(check, bool):
+        raise TypeError(f"course_attn.decode: check must be True or False, not {check!r}")
+    return extension().lab6_decode(q, k_cache, v_cache, block_table, seqlens, causal, kernel_scale(scale),
+                                   k_new, v_new, _check_num_splits(num_splits), check)

@@ -11,6 +11,10 @@
   i.e. a correct kernel errs at most a small multiple of what a standard implementation in the
   same precision errs on the same inputs, plus a floor for inputs where that one is exact.
 - finite_difference: the derivative of a forward along a direction, with its own error measured.
+- paged caches (lab 6 part 2): page_cache lays a contiguous cache out in a pool of shuffled pages,
+  gather_pages reads it back through the block table (as reference::gather_pages does),
+  append_rows writes new rows as append_kv must, and decode_verdicts judges a paged decoding
+  sequence by sequence against the reference on the gathered rows.
 
 Nothing here imports course_attn: these helpers judge it, and test_reference_rule.py shows that
 they reject wrong results.
@@ -184,6 +188,120 @@ def within_band(name: str, out: torch.Tensor, ref: torch.Tensor, yardstick: torc
 
 def assert_within(verdict: Verdict, context: str = "") -> None:
     assert verdict.ok, (context + ": " if context else "") + verdict.message
+
+
+def forward_verdicts(o, lse, q, k, v, causal, scale=None) -> list[Verdict]:
+    """The forward comparison: o against the fp64 reference with same-dtype SDPA as the yardstick,
+    lse against a plain fp32 logsumexp, and the rows that see no key exactly 0."""
+    ref_o, ref_lse = math_attention(q.double(), k.double(), v.double(), causal, scale)
+    factor, floor, _ = band("output", q.dtype)
+    extra = output_rounding_allowance(q, k, v, scale) if q.dtype == torch.float32 else 0.0
+    lse_factor, lse_floor, _ = band("lse", q.dtype)
+    empty = ~has_key(q.shape[-2], k.shape[-2], causal, q.device)
+    zero_rows = bool((o[..., empty, :] == 0).all())
+    return [within_band("o", o, ref_o, sdpa(q, k, v, causal, scale), factor, floor, extra, "SDPA"),
+            within_band("lse", lse, ref_lse, plain_lse(q, k, causal, scale), lse_factor, lse_floor, 0.0, "fp32 LSE"),
+            Verdict(zero_rows, "o: rows that see no key must be exactly 0" + ("" if zero_rows else ", they are not"))]
+
+
+# ---------------------------------------------------------------------------------------------
+# Paged KV caches (lab 6 part 2, course/lab6_paged.hpp).
+#
+# The pool is [num_pages, H_kv, page_size, d]; sequence b's key j is row j % page_size of page
+# block_table[b, j // page_size]. Rows that hold no key are NaN, so that a kernel reading past a
+# sequence's length, or a page it does not own, shows it in its output.
+
+def pages_for(length: int, page_size: int) -> int:
+    return -(-length // page_size)
+
+
+def page_cache(k, v, lengths, page_size, seed, spare_pages=2, spare_slots=1):
+    """A contiguous cache k, v [B, H_kv, N, d] laid out in a pool of pages whose order is
+    shuffled (from `seed`): (k_pool, v_pool, block_table int32 [B, max_pages]). Sequence b keeps
+    its first lengths[b] rows; every other row of the pool, and `spare_pages` pages no sequence
+    owns, hold NaN. Block-table columns past a sequence's pages name spare pages (valid indices,
+    NaN rows): a kernel that reads them shows it, and no index points outside the pool."""
+    B, h_kv, _, d = k.shape
+    max_pages = max(pages_for(n, page_size) for n in lengths) + spare_slots
+    num_pages = sum(pages_for(n, page_size) for n in lengths) + spare_pages
+    order = torch.randperm(num_pages, generator=torch.Generator().manual_seed(seed)).tolist()
+    owned, spares = order[:num_pages - spare_pages], order[num_pages - spare_pages:]
+    table = torch.empty(B, max_pages, dtype=torch.int32)
+    for b, n in enumerate(lengths):
+        used = pages_for(n, page_size)
+        table[b, :used] = torch.tensor(owned[:used], dtype=torch.int32)
+        owned = owned[used:]
+        table[b, used:] = torch.tensor([spares[i % spare_pages] for i in range(max_pages - used)], dtype=torch.int32)
+    pools = []
+    for cache in (k, v):
+        pool = torch.full((num_pages, h_kv, page_size, d), float("nan"), dtype=cache.dtype, device=cache.device)
+        for b, n in enumerate(lengths):
+            scatter_rows(pool, table[b], torch.arange(n), cache[b, :, :n])
+        pools.append(pool)
+    return pools[0], pools[1], table.to(k.device)
+
+
+def row_places(table_row, positions, page_size):
+    """(pages, rows): where keys `positions` of the sequence with block-table row `table_row` live."""
+    positions = positions.to(table_row.device).long()
+    return table_row.long()[positions // page_size], positions % page_size
+
+
+def scatter_rows(pool, table_row, positions, rows):
+    """Writes rows [H_kv, len(positions), d] to keys `positions` of one sequence, in place."""
+    pages, within = row_places(table_row, positions, pool.shape[2])
+    pool[pages.to(pool.device), :, within.to(pool.device)] = rows.transpose(0, 1).to(pool.dtype)
+
+
+def gather_pages(pool, table_row, length: int):
+    """[H_kv, length, d]: the first `length` keys of one sequence, made contiguous again through its
+    block-table row (reference::gather_pages, every KV head at once)."""
+    pages, within = row_places(table_row, torch.arange(length), pool.shape[2])
+    # Two index tensors around a slice: the indexed dimension comes first, [length, H_kv, d].
+    return pool[pages.to(pool.device), :, within.to(pool.device)].transpose(0, 1)
+
+
+def append_rows(pool, block_table, seqlens, new):
+    """What append_kv must do, on a copy of the pool: new [B, H_kv, Nq, d] goes to positions
+    seqlens[b] - Nq .. seqlens[b] - 1 of sequence b; positions below 0 are skipped."""
+    out = pool.clone()
+    nq = new.shape[2]
+    for b, n in enumerate(seqlens.tolist()):
+        positions = torch.arange(n - nq, n)
+        keep = positions >= 0
+        scatter_rows(out, block_table[b], positions[keep], new[b][:, keep.to(new.device)])
+    return out
+
+
+def expand_kv_heads(kv, h_q: int):
+    """Grouped-query attention as plain attention: [..., H_kv, N, d] -> [..., H_q, N, d], query head h
+    reading KV head h // (H_q / H_kv)."""
+    return kv.repeat_interleave(h_q // kv.shape[-3], dim=-3)
+
+
+def gathered_sequences(q, k_pool, v_pool, block_table, seqlens):
+    """For each sequence b: (q[b:b+1], k, v) with k, v [1, H_q, seqlens[b], d] gathered from the
+    pool and expanded to the query heads: plain attention on these is the paged call's result."""
+    out = []
+    for b, n in enumerate(seqlens.tolist()):
+        k, v = (expand_kv_heads(gather_pages(pool, block_table[b], n), q.shape[1]).unsqueeze(0)
+                for pool in (k_pool, v_pool))
+        out.append((q[b:b + 1], k, v))
+    return out
+
+
+def decode_verdicts(o, lse, q, k_pool, v_pool, block_table, seqlens, causal, scale=None) -> list[Verdict]:
+    """A paged decoding's (o, lse), sequence by sequence, against the reference on its gathered
+    rows (forward_verdicts). A sequence of length 0 sees no key: o exactly 0, lse -inf."""
+    verdicts = []
+    for b, (qb, kb, vb) in enumerate(gathered_sequences(q, k_pool, v_pool, block_table, seqlens)):
+        if kb.shape[2] == 0:
+            ok = bool((o[b] == 0).all()) and bool(torch.isneginf(lse[b]).all())
+            verdicts.append(Verdict(ok, f"sequence {b} (length 0): o must be 0 and lse -inf"))
+            continue
+        for verdict in forward_verdicts(o[b:b + 1], lse[b:b + 1], qb, kb, vb, causal, scale):
+            verdicts.append(Verdict(verdict.ok, f"sequence {b} (length {kb.shape[2]}): {verdict.message}"))
+    return verdicts
 
 
 # ---------------------------------------------------------------------------------------------

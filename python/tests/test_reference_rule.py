@@ -10,20 +10,17 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed")
 
+import attn_reference  # noqa: E402
 from attn_reference import (band, finite_difference, gradient_rounding_allowance, make_inputs,  # noqa: E402
-                            math_attention, output_rounding_allowance, plain_lse, qkv, sdpa, visible, within_band)
+                            math_attention, plain_lse, qkv, visible, within_band)
 
 SHAPE = (1, 2, 40, 56, 64)  # B, H, Nq, Nk, d: Nq != Nk, so causal rows differ from the top-left triangle
 
 
 def forward_verdicts(o, lse, q, k, v, causal, scale=None):
-    """The forward comparison of test_forward.py, on whatever (o, lse) it is given."""
-    ref_o, ref_lse = math_attention(q.double(), k.double(), v.double(), causal, scale)
-    factor, floor, _ = band("output", q.dtype)
-    extra = output_rounding_allowance(q, k, v, scale) if q.dtype == torch.float32 else 0.0
-    lse_factor, lse_floor, _ = band("lse", q.dtype)
-    return (within_band("o", o, ref_o, sdpa(q, k, v, causal, scale), factor, floor, extra, "SDPA"),
-            within_band("lse", lse, ref_lse, plain_lse(q, k, causal, scale), lse_factor, lse_floor, 0.0, "fp32 LSE"))
+    """The forward comparison of test_forward.py and test_decode.py (attn_reference.forward_verdicts):
+    its verdicts on o and on lse, for whatever (o, lse) it is given."""
+    return attn_reference.forward_verdicts(o, lse, q, k, v, causal, scale)[:2]
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])

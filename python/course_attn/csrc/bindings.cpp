@@ -1,6 +1,7 @@
 // The PyTorch side of the course's GPU kernels: checks torch tensors, then hands their device
 // pointers to the labs' C++ APIs (include/course/lab4_cuda.hpp, lab5_tensor_core.hpp,
-// lab6_decoding.hpp, lab7_backward_gpu.hpp, lab8_hopper.hpp, lab9_hopper_backward.hpp) on PyTorch's current stream, with
+// lab6_decoding.hpp, lab6_paged.hpp, lab7_backward_gpu.hpp, lab8_hopper.hpp, lab9_hopper_backward.hpp) on PyTorch's
+// current stream, with
 // every output and workspace taken from PyTorch's caching allocator. Labs 8 and 9 are bound only
 // where _extension.py compiled them (COURSE_ATTN_HAVE_LAB8, _LAB9: their sm_90a libraries were
 // built and linked).
@@ -22,6 +23,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -33,6 +35,7 @@
 #include "course/lab4_cuda.hpp"
 #include "course/lab5_tensor_core.hpp"
 #include "course/lab6_decoding.hpp"
+#include "course/lab6_paged.hpp"
 #include "course/lab7_backward_gpu.hpp"
 #include "course/lab8_hopper.hpp"
 #include "course/lab9_hopper_backward.hpp"
@@ -66,6 +69,8 @@ std::string dtype_name(at::ScalarType t) {
     case at::kBFloat16: return "torch.bfloat16";
     case at::kHalf: return "torch.float16";
     case at::kDouble: return "torch.float64";
+    case at::kInt: return "torch.int32";  // c10 would say "Int" and "Long"
+    case at::kLong: return "torch.int64";
     default: return std::string("torch.") + c10::toString(t);
   }
 }
@@ -257,6 +262,143 @@ Tensors2 lab6_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor
   return {o, lse};
 }
 
+// Lab 6 part 2: paged, grouped-query decoding (course/lab6_paged.hpp), with the append of the
+// new rows first when k_new and v_new are given.
+
+// The block table [B, max_pages] or the lengths [B]: int32, dense, on q's device or on the CPU
+// (a server's scheduler holds them on the host anyway). No 16-byte rule: the kernels read them
+// one int at a time.
+void check_index_tensor(const at::Tensor& t, const char* name, const at::Tensor& q, int64_t rank,
+                        const std::string& function) {
+  if (t.scalar_type() != at::kInt) {
+    bad_type(function, std::string(name) + " must be torch.int32, not " + dtype_name(t.scalar_type()));
+  }
+  if (!t.is_cpu() && t.device() != q.device()) {
+    bad_value(function, std::string(name) + " is on " + t.device().str() + " but q is on " + q.device().str() +
+                            " (give it on q's device or on the CPU)");
+  }
+  if (t.dim() != rank || t.size(0) != q.size(0)) {
+    bad_value(function, std::string(name) + " must be " + (rank == 2 ? "[B, max_pages]" : "[B]") + " with B = " +
+                            std::to_string(q.size(0)) + " (q's), got " + sizes_text(t));
+  }
+  if (rank == 2 && t.size(1) < 1) bad_value(function, std::string(name) + " has no columns: " + sizes_text(t));
+  if (!t.is_contiguous()) {
+    bad_value(function, std::string(name) + " is not contiguous; pass " + name + ".contiguous()");
+  }
+}
+
+// An index tensor as the kernels need it (on q's device) and as the lab's checks read it (on the
+// host). A CPU tensor is its own host copy, checked for free and copied to the device; a CUDA one
+// is copied to the host only when `check` asks for it (one synchronisation: the copy waits for
+// the work queued before it, which may be what wrote the table).
+struct IndexArrays {
+  at::Tensor device;
+  at::Tensor host;  // undefined when not checked
+};
+IndexArrays index_arrays(const at::Tensor& t, const at::Tensor& q, bool check) {
+  if (t.is_cpu()) return {t.to(q.device()), t};
+  return {t, check ? t.cpu() : at::Tensor()};
+}
+
+Tensors2 lab6_decode(const at::Tensor& q, const at::Tensor& k_cache, const at::Tensor& v_cache,
+                     const at::Tensor& block_table, const at::Tensor& seqlens, bool causal, double scale,
+                     const std::optional<at::Tensor>& k_new, const std::optional<at::Tensor>& v_new,
+                     int64_t num_splits, bool check) {
+  const std::string f = "decode";
+  check_tensor(q, "q", f);
+  check_tensor(k_cache, "k_cache", f);
+  check_tensor(v_cache, "v_cache", f);
+  check_same_device(q, k_cache, "k_cache", f);
+  check_same_device(q, v_cache, "v_cache", f);
+  check_same_dtype(q, k_cache, "k_cache", f);
+  check_same_dtype(q, v_cache, "v_cache", f);
+  const course::DType dtype = course_dtype(q, f, "lab 6's paged decoding", torch_dtypes(course::lab6::kLab6PagedRules));
+  if (k_cache.sizes() != v_cache.sizes()) {
+    bad_value(f, "k_cache and v_cache must have the same shape, got " + sizes_text(k_cache) + " and " +
+                     sizes_text(v_cache));
+  }
+  if (k_cache.size(3) != q.size(3)) {
+    bad_value(f, "k_cache " + sizes_text(k_cache) + " must be [num_pages, H_kv, page_size, d] with q's d = " +
+                     std::to_string(q.size(3)));
+  }
+  check_index_tensor(block_table, "block_table", q, 2, f);
+  check_index_tensor(seqlens, "seqlens", q, 1, f);
+  if (k_new.has_value() != v_new.has_value()) bad_value(f, "give k_new and v_new together, or neither");
+  if (k_new) {
+    for (const auto& [t, name] : {std::pair{&*k_new, "k_new"}, std::pair{&*v_new, "v_new"}}) {
+      check_tensor(*t, name, f);
+      check_same_device(q, *t, name, f);
+      check_same_dtype(q, *t, name, f);
+      if (t->size(0) != q.size(0) || t->size(1) != k_cache.size(1) || t->size(2) != q.size(2) ||
+          t->size(3) != q.size(3)) {
+        bad_value(f, std::string(name) + " must be [B, H_kv, Nq, d] = [" + std::to_string(q.size(0)) + ", " +
+                         std::to_string(k_cache.size(1)) + ", " + std::to_string(q.size(2)) + ", " +
+                         std::to_string(q.size(3)) + "], got " + sizes_text(*t));
+      }
+    }
+  }
+  if (num_splits < 0 || num_splits > std::numeric_limits<int>::max()) {
+    bad_value(f, "num_splits must be >= 1, or 0 to let the lab choose; got " + std::to_string(num_splits));
+  }
+  const float tau = kernel_scale(scale, f);
+  const c10::cuda::CUDAGuard device(q.device());
+
+  course::lab6::PagedShape shape;
+  shape.B = static_cast<int>(q.size(0));
+  shape.H_q = static_cast<int>(q.size(1));
+  shape.Nq = static_cast<int>(q.size(2));
+  shape.d = static_cast<int>(q.size(3));
+  shape.num_pages = static_cast<int>(k_cache.size(0));
+  shape.H_kv = static_cast<int>(k_cache.size(1));
+  shape.page_size = static_cast<int>(k_cache.size(2));
+  shape.max_pages = static_cast<int>(block_table.size(1));
+
+  const IndexArrays table = index_arrays(block_table, q, check);
+  const IndexArrays lengths = index_arrays(seqlens, q, check);
+  course::lab6::PagedCache cache;
+  cache.k_pages = k_cache.data_ptr();
+  cache.v_pages = v_cache.data_ptr();
+  cache.block_table = table.device.data_ptr<int>();
+  cache.seqlens = lengths.device.data_ptr<int>();
+  // Where host copies exist, the lab checks every length and every page that a length uses; on
+  // the device alone it would clamp the lengths and trust the pages (a wrong page index is a
+  // read outside the pool).
+  cache.block_table_host = table.host.defined() ? table.host.data_ptr<int>() : nullptr;
+  cache.seqlens_host = lengths.host.defined() ? lengths.host.data_ptr<int>() : nullptr;
+
+  // The shape first, in the lab's words (Nq above 16, H_q not a multiple of H_kv, a page size
+  // it does not take, d): a BadInput, before anything runs. Then, as lab6_forward: the split
+  // count the lab would choose on this device, and the workspace from the caching allocator.
+  course::lab6::check_paged_shape(course::lab6::kLab6PagedRules.function, shape);
+  const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+  const int splits = num_splits > 0 ? static_cast<int>(num_splits)
+                                    : course::lab6::choose_paged_splits(shape, dtype, sms);
+  const std::size_t bytes = course::lab6::paged_workspace_bytes(shape, dtype, splits);
+  at::Tensor scratch = workspace(bytes, q);
+  at::Tensor o = at::empty(q.sizes(), q.options());
+  at::Tensor lse = at::empty({shape.B, shape.H_q, shape.Nq}, q.options().dtype(at::kFloat));
+  course::lab6::PagedOptions options;
+  options.causal = causal;
+  options.scale = tau;
+  options.num_splits = splits;
+  options.workspace = scratch.data_ptr();
+  options.workspace_bytes = bytes;
+  options.stream = current_stream();
+  // Every check of the decoding call before the append writes into the cache: a call that is
+  // rejected leaves the cache as it was.
+  course::lab6::check_paged_decoding(q.data_ptr(), cache, o.data_ptr(), lse.data_ptr<float>(), dtype, shape,
+                                     options, [&] { return splits; });
+  if (k_new) {
+    // The new rows go in first, on the same stream, so the decoding sees them (as a server does).
+    course::lab6::append_kv(k_new->data_ptr(), v_new->data_ptr(), cache, dtype, shape, options.stream);
+  }
+  course::lab6::paged_decode(q.data_ptr(), cache, o.data_ptr(), lse.data_ptr<float>(), dtype, shape, options);
+  // `scratch`, and the device copies of CPU index tensors, are freed here while the kernels may
+  // still run: safe, as in lab6_forward (the allocator reuses them only for later work on this
+  // stream).
+  return {o, lse};
+}
+
 // A backward lab's entry point: lab 7's GPU backward and lab 9's take the same call
 // (course/lab9_hopper_backward.hpp), so one binding serves both.
 struct BackwardLab {
@@ -372,6 +514,13 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.attr("has_lab8") = py::bool_(COURSE_ATTN_HAVE_LAB8 != 0);
   m.def("lab6_forward", &lab6_forward, forward_doc, py::arg("q"), py::arg("k"), py::arg("v"), py::arg("causal"),
         py::arg("scale"));
+  m.def("lab6_decode", &lab6_decode,
+        "(q, k_cache, v_cache, block_table, seqlens, causal, scale, k_new, v_new, num_splits, check) -> (o, lse): "
+        "lab 6 part 2, paged grouped-query decoding (course/lab6_paged.hpp), after appending k_new and v_new when "
+        "given; num_splits 0: the lab's choice; check: the lab checks host copies of block_table and seqlens.",
+        py::arg("q"), py::arg("k_cache"), py::arg("v_cache"), py::arg("block_table"), py::arg("seqlens"),
+        py::arg("causal"), py::arg("scale"), py::arg("k_new") = py::none(), py::arg("v_new") = py::none(),
+        py::arg("num_splits") = 0, py::arg("check") = true);
   m.def("lab7_backward", &lab7_backward,
         "(q, k, v, o, do, lse, causal, scale, kernel) -> (dq, dk, dv): lab 7's GPU backward from the forward's o "
         "and lse; kernel: the int of its name (course_attn.gpu_labs, course/gpu_labs.def), -1 automatic.",
