@@ -149,15 +149,23 @@ def test_version_names_are_checked():
         course_attn.forward(q, q, q, version="swizzle")
 
 
-def test_lab8_is_compiled_apart_for_sm90a(monkeypatch):
+def test_hopper_labs_are_compiled_apart_for_sm90a(monkeypatch):
+    """Labs 8 and 9 (wgmma, TMA) are compiled apart, for sm_90a, and only where the architectures
+    include 90; elsewhere asking for them is a clear error, not a failed launch."""
     monkeypatch.delenv("COURSE_ATTN_CUDA_ARCH", raising=False)
-    assert not any(f.startswith("lab8_hopper/") for f in _extension.LAB_SOURCES)
-    assert [lab.number for lab in _extension.separate_labs()] == [8] and _extension.includes_lab(8)
-    assert _extension.separate_source_files("solutions", gpu_labs.load().lab(8))[0].endswith(
+    assert not any(f.startswith(("lab8_hopper/", "lab9_hopper_backward/")) for f in _extension.LAB_SOURCES)
+    assert [lab.number for lab in _extension.separate_labs()] == [8, 9]
+    assert _extension.includes_lab(8) and _extension.includes_lab(9)
+    labs = gpu_labs.load()
+    assert _extension.separate_source_files("solutions", labs.lab(8))[0].endswith(
         "solutions/lab8_hopper/flash_h100.cu")
-    monkeypatch.setenv("COURSE_ATTN_CUDA_ARCH", "80;89")  # an A100 and an RTX 4090: no lab 8
-    assert _extension.separate_labs() == [] and not _extension.includes_lab(8)
+    assert _extension.separate_source_files("solutions", labs.lab(9))[0].endswith(
+        "solutions/lab9_hopper_backward/backward_hopper.cu")
+    monkeypatch.setenv("COURSE_ATTN_CUDA_ARCH", "80;89")  # an A100 and an RTX 4090: no lab 8 or 9
+    assert _extension.separate_labs() == [] and not _extension.includes_lab(8) and not _extension.includes_lab(9)
     q = q_of(torch.bfloat16, 4, 64)
     with pytest.raises(RuntimeError, match="lab 8 was not compiled"):
         course_attn.forward(q, q, q, kernel="lab8")
+    with pytest.raises(RuntimeError, match="lab 9 was not compiled"):
+        course_attn.backward(q, q, q, q, q, q[..., 0].float(), lab=9)
     assert _extension.includes_lab(5)
