@@ -199,6 +199,16 @@ std::vector<at::ScalarType> torch_dtypes(const course::ForwardRules& rules) {
   return out;
 }
 
+// The dtypes a backward lab takes: those of either of its kernels (lab 7: CUDA cores or tensor
+// cores; which kernel goes with which dtype is the lab's own check, course::BadInput).
+std::vector<at::ScalarType> torch_dtypes(const course::BackwardRules& rules) {
+  course::ForwardRules either = rules.cuda_cores;
+  either.fp32 = either.fp32 || rules.tensor_cores.fp32;
+  either.bf16 = either.bf16 || rules.tensor_cores.bf16;
+  either.fp16 = either.fp16 || rules.tensor_cores.fp16;
+  return torch_dtypes(either);
+}
+
 // ---------------------------------------------------------------------------------------------
 // The kernels.
 
@@ -403,7 +413,7 @@ Tensors2 lab6_decode(const at::Tensor& q, const at::Tensor& k_cache, const at::T
 // (course/lab9_hopper_backward.hpp), so one binding serves both.
 struct BackwardLab {
   const char* name;                           // "lab 7 (its GPU parts)", for the dtype error
-  std::vector<at::ScalarType> dtypes;         // what it takes
+  std::vector<at::ScalarType> dtypes;         // what it takes: torch_dtypes(its rules)
   std::size_t (*workspace_bytes)(const course::AttentionShape&);
   void (*backward)(const void*, const void*, const void*, const void*, const void*, const float*, void*, void*,
                    void*, course::DType, const course::AttentionShape&, const course::lab7::BackwardGpuOptions&);
@@ -457,7 +467,7 @@ Tensors3 gpu_backward(const BackwardLab& lab, const at::Tensor& q, const at::Ten
 
 Tensors3 lab7_backward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& o,
                        const at::Tensor& dout, const at::Tensor& lse, bool causal, double scale, int64_t kernel) {
-  static const BackwardLab lab7{"lab 7 (its GPU parts)", {at::kFloat, at::kBFloat16, at::kHalf},
+  static const BackwardLab lab7{"lab 7 (its GPU parts)", torch_dtypes(course::kLab7Rules),
                                 &course::lab7::backward_workspace_bytes, &course::lab7::flash_attention_backward};
   return gpu_backward(lab7, q, k, v, o, dout, lse, causal, scale, kernel);
 }
@@ -465,7 +475,7 @@ Tensors3 lab7_backward(const at::Tensor& q, const at::Tensor& k, const at::Tenso
 #if COURSE_ATTN_HAVE_LAB9
 Tensors3 lab9_backward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& o,
                        const at::Tensor& dout, const at::Tensor& lse, bool causal, double scale, int64_t kernel) {
-  static const BackwardLab lab9{"lab 9", {at::kBFloat16, at::kHalf}, &course::lab9::backward_workspace_bytes,
+  static const BackwardLab lab9{"lab 9", torch_dtypes(course::kLab9Rules), &course::lab9::backward_workspace_bytes,
                                 &course::lab9::flash_attention_backward};
   return gpu_backward(lab9, q, k, v, o, dout, lse, causal, scale, kernel);
 }
