@@ -111,6 +111,48 @@ std::string tool_root(const std::string& tool) {
   return path.size() > 1 ? path : "";
 }
 
+// The folders are named /tmp/course-lab-program-PID-XXXXXX, PID the grader's that made them:
+// a grader killed with SIGKILL cannot remove its own, and the next one removes them (below).
+constexpr char kCopyPrefix[] = "course-lab-program-";
+
+// Removes a folder of program copies and the files in it; clears `dir`.
+void remove_copy(std::string& dir) {
+  if (dir.empty()) return;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d))
+      if (e->d_name[0] != '.') unlink((dir + "/" + e->d_name).c_str());
+    closedir(d);
+  }
+  rmdir(dir.c_str());
+  dir.clear();
+}
+
+// Removes the program copies that graders no longer running left in /tmp: folders of this
+// user (not links) whose PID names no process. Once per grader, before its first copy. A PID
+// that was reused keeps its folder (a leak, never a removal of a live grader's copy); a grader in
+// another PID namespace that shares this /tmp is not told apart, which is why only this user's
+// folders are considered.
+void remove_orphaned_copies() {
+  static bool done = false;
+  if (done) return;
+  done = true;
+  DIR* tmp = opendir("/tmp");
+  if (!tmp) return;
+  const std::size_t prefix = std::strlen(kCopyPrefix);
+  while (dirent* e = readdir(tmp)) {
+    if (std::strncmp(e->d_name, kCopyPrefix, prefix) != 0) continue;
+    char* end = nullptr;
+    const long pid = std::strtol(e->d_name + prefix, &end, 10);
+    if (end == e->d_name + prefix || *end != '-' || pid <= 0) continue;  // not one of ours
+    std::string path = std::string("/tmp/") + e->d_name;
+    struct stat st{};
+    if (lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid()) continue;
+    if (kill(pid_t(pid), 0) == 0 || errno != ESRCH) continue;  // its grader still runs (or may)
+    remove_copy(path);
+  }
+  closedir(tmp);
+}
+
 // A copy of the lab's program that the lab process's user can run by its path, in a new folder
 // of /tmp that only its owner may write in; returns the folder ("" when the copy failed). Without
 // namespaces a tool (compute-sanitizer) runs as the lab process's user, starts the program by its
@@ -119,10 +161,13 @@ std::string tool_root(const std::string& tool) {
 // compute-sanitizer then said only "Error launching target app." The tool starts in this folder.
 // The lab's program holds nothing the lab process may not read: it is the lab process.
 std::string reachable_copy(const std::string& binary, std::string& copy_path) {
-  char dir[] = "/tmp/course-lab-program-XXXXXX";
-  if (!mkdtemp(dir)) return "";
-  chmod(dir, 0711);  // others may reach the file by name, not list or change the folder
-  copy_path = std::string(dir) + "/" + binary.substr(binary.rfind('/') + 1);
+  remove_orphaned_copies();
+  std::string name = std::string("/tmp/") + kCopyPrefix + std::to_string(getpid()) + "-XXXXXX";
+  std::vector<char> dir(name.begin(), name.end());
+  dir.push_back('\0');
+  if (!mkdtemp(dir.data())) return "";
+  chmod(dir.data(), 0711);  // others may reach the file by name, not list or change the folder
+  copy_path = std::string(dir.data()) + "/" + binary.substr(binary.rfind('/') + 1);
   std::ifstream in(binary, std::ios::binary);
   const int fd = open(copy_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
   bool copied = in && fd >= 0;
@@ -135,22 +180,11 @@ std::string reachable_copy(const std::string& binary, std::string& copy_path) {
   if (!copied) {
     const int why = errno;  // the failed step's, for the caller's message, not the clean-up's
     unlink(copy_path.c_str());
-    rmdir(dir);
+    rmdir(dir.data());
     errno = why;
     return "";
   }
-  return dir;
-}
-
-void remove_copy(std::string& dir) {
-  if (dir.empty()) return;
-  if (DIR* d = opendir(dir.c_str())) {
-    while (dirent* e = readdir(d))
-      if (e->d_name[0] != '.') unlink((dir + "/" + e->d_name).c_str());
-    closedir(d);
-  }
-  rmdir(dir.c_str());
-  dir.clear();
+  return dir.data();
 }
 
 // Drops root for `uid` (group and supplementary groups too), between fork and exec: async-signal-safe.
