@@ -210,51 +210,105 @@ void fill_normal(void* x, std::size_t count, course::DType type, std::uint64_t s
   check_cuda(cudaDeviceSynchronize(), "fill_normal");
 }
 
+namespace {
+
+// The "time" request's configuration and check, read and held to the benchmark's shape.
+gpu_grading::SpeedCheck read_speed_request(isolation::Packet& args, gpu_grading::SpeedConfig& c) {
+  gpu_grading::SpeedCheck check;
+  gpu_wire::get_speed_request(args, c, check);
+  const int heads = c.batch() * c.heads();  // B * H
+  const int last_first = c.N - gpu_grading::SpeedCheck::kRows;
+  if (check.head < 0 || check.head >= heads || check.first_row < 0 || check.first_row > last_first ||
+      check.first_key < 0 || check.first_key > last_first || check.checked_call < 0 ||
+      check.checked_call >= gpu_grading::SpeedCheck::kRepeats)
+    throw std::runtime_error("time: rows or call outside the benchmark shape");
+  return check;
+}
+
+}  // namespace
+
+TimedRows time_checked(const std::function<void()>& launch, const gpu_grading::SpeedCheck& check,
+                       const std::vector<TimedOutput>& outputs) {
+  // Every output is poisoned before every call (the launch is on the default stream, so is this);
+  // after the checked call its rows are copied out, before the next call's poison.
+  const auto poison = [&] {
+    for (const TimedOutput& out : outputs)
+      check_cuda(cudaMemsetAsync(out.device, 0xFF, out.bytes), "poison an output before a timed call");
+  };
+  TimedRows timed;
+  for (const TimedOutput& out : outputs) timed.rows.emplace_back(out.checked_bytes);
+  const auto copy_rows = [&](int call) {
+    if (call != check.checked_call) return;
+    for (std::size_t i = 0; i < outputs.size(); ++i)
+      check_cuda(cudaMemcpy(timed.rows[i].data(), static_cast<const std::uint8_t*>(outputs[i].device) +
+                                                      outputs[i].checked_offset,
+                            outputs[i].checked_bytes, cudaMemcpyDeviceToHost),
+                 "copy the checked rows of an output");
+  };
+  timed.ms = median_ms(launch, gpu_grading::SpeedCheck::kWarmup, gpu_grading::SpeedCheck::kRepeats, poison,
+                       copy_rows);
+  return timed;
+}
+
 void time_forward(isolation::Packet& args, isolation::Packet& out, const ForwardLaunch& launch) {
   gpu_grading::SpeedConfig c;
-  c.d = args.get<std::int32_t>();
-  c.causal = args.get<std::uint8_t>() != 0;
-  gpu_grading::SpeedCheck check;
-  check.seed = args.get<std::uint64_t>();
-  check.head = args.get<std::int32_t>();
-  check.first_row = args.get<std::int32_t>();
-  check.checked_call = args.get<std::int32_t>();
-  const int heads = c.batch() * c.heads();  // B * H
-  if (check.head < 0 || check.head >= heads || check.first_row < 0 ||
-      check.first_row + gpu_grading::SpeedCheck::kRows > c.N)
-    throw std::runtime_error("time: rows outside the benchmark shape");
-
-  const std::size_t elements = std::size_t(heads) * c.N * c.d;
+  const gpu_grading::SpeedCheck check = read_speed_request(args, c);
+  const std::size_t elements = std::size_t(c.batch()) * c.heads() * c.N * c.d;
   DeviceBuffer q(elements * 2), k(elements * 2), v(elements * 2), o(elements * 2);
-  DeviceBuffer lse(std::size_t(heads) * c.N * 4);
+  DeviceBuffer lse(elements / c.d * 4);
   fill_normal(q.get(), elements, course::DType::bf16, check.seed);
   fill_normal(k.get(), elements, course::DType::bf16, check.seed + 1);
   fill_normal(v.get(), elements, course::DType::bf16, check.seed + 2);
   const course::AttentionShape shape{c.batch(), c.heads(), c.N, c.N, c.d};
 
-  // O and LSE are poisoned before every call (the launch is on the default stream, so is this);
-  // after the checked call, its rows are copied out, before the next call's poison.
-  const auto poison = [&] {
-    check_cuda(cudaMemsetAsync(o.get(), 0xFF, o.bytes()), "poison O");
-    check_cuda(cudaMemsetAsync(lse.get(), 0xFF, lse.bytes()), "poison LSE");
-  };
   constexpr int kRows = gpu_grading::SpeedCheck::kRows;
   const std::size_t first = std::size_t(check.head) * c.N + check.first_row;  // row index in [B*H*N]
-  std::vector<std::uint8_t> o_rows(std::size_t(kRows) * c.d * 2);
-  std::vector<float> lse_rows(kRows);
-  const auto copy_rows = [&](int call) {
-    if (call != check.checked_call) return;
-    check_cuda(cudaMemcpy(o_rows.data(), o.as<std::uint8_t>() + first * c.d * 2, o_rows.size(),
-                          cudaMemcpyDeviceToHost), "copy the checked rows of O");
-    check_cuda(cudaMemcpy(lse_rows.data(), lse.as<float>() + first, kRows * 4, cudaMemcpyDeviceToHost),
-               "copy the checked rows of LSE");
-  };
-  const double ms = median_ms([&] { launch(q.get(), k.get(), v.get(), o.get(), lse.as<float>(), shape, c.causal); },
-                              gpu_grading::SpeedCheck::kWarmup, gpu_grading::SpeedCheck::kRepeats, poison,
-                              copy_rows);
-  out.put<double>(ms);
-  gpu_wire::put_bytes(out, o_rows);
-  out.put_bytes(lse_rows.data(), lse_rows.size() * 4);
+  const TimedRows timed = time_checked(
+      [&] { launch(q.get(), k.get(), v.get(), o.get(), lse.as<float>(), shape, c.causal); }, check,
+      {{o.get(), o.bytes(), first * c.d * 2, std::size_t(kRows) * c.d * 2},
+       {lse.get(), lse.bytes(), first * 4, std::size_t(kRows) * 4}});
+  out.put<double>(timed.ms);
+  gpu_wire::put_bytes(out, timed.rows[0]);
+  out.put_bytes(timed.rows[1].data(), timed.rows[1].size());
+}
+
+void time_backward(isolation::Packet& args, isolation::Packet& out, const BackwardLaunch& launch,
+                   std::size_t workspace_bytes_for_shape(const course::AttentionShape&)) {
+  gpu_grading::SpeedConfig c;
+  c.backward = true;
+  const gpu_grading::SpeedCheck check = read_speed_request(args, c);
+  const std::size_t rows = std::size_t(c.batch()) * c.heads() * c.N, elements = rows * c.d;
+  DeviceBuffer q(elements * 2), k(elements * 2), v(elements * 2), dout(elements * 2), o(elements * 2);
+  DeviceBuffer dq(elements * 2), dk(elements * 2), dv(elements * 2), lse(rows * 4);
+  fill_normal(q.get(), elements, course::DType::bf16, check.seed);
+  fill_normal(k.get(), elements, course::DType::bf16, check.seed + 1);
+  fill_normal(v.get(), elements, course::DType::bf16, check.seed + 2);
+  fill_normal(dout.get(), elements, course::DType::bf16, check.seed + 3);
+  fill_normal(o.get(), elements, course::DType::bf16, check.seed + 4);
+  std::vector<float> lse_host(rows);
+  for (std::size_t r = 0; r < rows; ++r) lse_host[r] = gpu_grading::synthetic_lse(int(r % c.N), c.N, c.causal);
+  check_cuda(cudaMemcpy(lse.get(), lse_host.data(), rows * 4, cudaMemcpyHostToDevice), "copy the LSE");
+  const course::AttentionShape shape{c.batch(), c.heads(), c.N, c.N, c.d};
+  DeviceBuffer workspace(workspace_bytes_for_shape(shape));
+
+  // The workspace is poisoned too, as in the correctness checks: a kernel that adds into its dQ
+  // accumulator without zeroing it first gets NaN, not the last call's sums.
+  constexpr int kRows = gpu_grading::SpeedCheck::kRows;
+  const std::size_t row_bytes = std::size_t(c.d) * 2;
+  const std::size_t query_at = (std::size_t(check.head) * c.N + check.first_row) * row_bytes;
+  const std::size_t key_at = (std::size_t(check.head) * c.N + check.first_key) * row_bytes;
+  const TimedRows timed = time_checked(
+      [&] {
+        launch(q.get(), k.get(), v.get(), o.get(), dout.get(), lse.as<float>(), dq.get(), dk.get(), dv.get(),
+               workspace.get(), workspace.bytes(), shape, c.causal);
+      },
+      check,
+      {{dq.get(), dq.bytes(), query_at, kRows * row_bytes},
+       {dk.get(), dk.bytes(), key_at, kRows * row_bytes},
+       {dv.get(), dv.bytes(), key_at, kRows * row_bytes},
+       {workspace.get(), workspace.bytes(), 0, 0}});
+  out.put<double>(timed.ms);
+  for (int i = 0; i < 3; ++i) gpu_wire::put_bytes(out, timed.rows[std::size_t(i)]);
 }
 
 }  // namespace gpu_lab

@@ -19,6 +19,7 @@
 
 #include "course/gpu.hpp"
 #include "gpu_wire.hpp"
+#include "speed_rules.hpp"
 
 namespace gpu_lab {
 
@@ -71,15 +72,45 @@ double median_ms(const std::function<void()>& launch, int warmup = 3, int repeat
 // `seed` (course::fill_normal), and waits for it: inputs for timing a kernel.
 void fill_normal(void* x, std::size_t count, course::DType type, std::uint64_t seed);
 
+// One output of a timed kernel: poisoned (NaN) before every call, outside the timed interval, so
+// that the calls cannot be told apart, and `checked_bytes` of it from `checked_offset` copied out
+// after the checked call (none: poisoned only).
+struct TimedOutput {
+  void* device = nullptr;
+  std::size_t bytes = 0;
+  std::size_t checked_offset = 0;
+  std::size_t checked_bytes = 0;
+};
+struct TimedRows {
+  double ms = 0;                                // the median of the timed calls
+  std::vector<std::vector<std::uint8_t>> rows;  // per output, what the checked call left there
+};
+// The timing of every speed check (gpu_grading::SpeedCheck: kWarmup untimed calls, then kRepeats
+// timed ones, the median kept), with each output poisoned before every call and the checked
+// call's rows copied back.
+TimedRows time_checked(const std::function<void()>& launch, const gpu_grading::SpeedCheck& check,
+                       const std::vector<TimedOutput>& outputs);
+
 // The "time" request of the forward labs (5 and 8): reads d, causal and a gpu_grading::SpeedCheck
-// (seed, head, first row, checked call) from `args`; fills Q, K and V of the speed benchmark's
-// shape (gpu_grading::SpeedConfig) with course::fill_normal's values from seed, seed + 1 and
-// seed + 2 (bf16); times `launch` (the lab's shipped version, on the default stream) with O and
-// LSE poisoned before every call; answers with the median milliseconds, then the checked call's
-// kRows rows of O (bf16 bits) and of LSE (floats), which the grader compares with its reference.
+// (gpu_wire::get_speed_request); fills Q, K and V of the speed benchmark's shape
+// (gpu_grading::SpeedConfig) with course::fill_normal's values from seed, seed + 1 and seed + 2
+// (bf16); times `launch` (the lab's shipped version, on the default stream) with O and LSE
+// poisoned before every call; answers with the median milliseconds, then the checked call's kRows
+// rows of O (bf16 bits) and of LSE (floats), which the grader compares with its reference.
 using ForwardLaunch = std::function<void(const void* q, const void* k, const void* v, void* o, float* lse,
                                          const course::AttentionShape& shape, bool causal)>;
 void time_forward(isolation::Packet& args, isolation::Packet& out, const ForwardLaunch& launch);
+
+// The "time" request of the backward (lab 9), the same way: Q, K, V, dO and O from seed .. seed + 4,
+// the LSE gpu_grading::synthetic_lse; dQ, dK, dV and the workspace (workspace_bytes(shape) of it)
+// poisoned before every call; answers with the median milliseconds, then the checked call's kRows
+// rows of dQ from first_row and of dK and dV from first_key (bf16 bits each).
+using BackwardLaunch =
+    std::function<void(const void* q, const void* k, const void* v, const void* o, const void* dout,
+                       const float* lse, void* dq, void* dk, void* dv, void* workspace,
+                       std::size_t workspace_bytes, const course::AttentionShape& shape, bool causal)>;
+void time_backward(isolation::Packet& args, isolation::Packet& out, const BackwardLaunch& launch,
+                   std::size_t workspace_bytes(const course::AttentionShape&));
 
 // A run's results on the wire, as the grader reads them (gpu_harness.cpp, run_lab): O's bits,
 // the LSE's bytes, whether the inputs were left unchanged, and whether the kernel wrote only O and

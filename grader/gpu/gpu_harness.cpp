@@ -433,10 +433,6 @@ void check_deterministic(const Config& c, const std::string& what, const std::ve
   }
 }
 
-namespace {
-
-// A fresh, unpredictable choice of inputs, rows and call for each timing (not the run's seed: a
-// submission that knew it could work out which rows are checked). Printed when the check fails.
 SpeedCheck random_speed_check(const SpeedConfig& c) {
   std::random_device device;
   std::mt19937_64 rng((std::uint64_t(device()) << 32) ^ device());
@@ -444,21 +440,15 @@ SpeedCheck random_speed_check(const SpeedConfig& c) {
   check.seed = rng();
   check.head = int(rng() % std::uint64_t(c.batch() * c.heads()));
   check.first_row = int(rng() % std::uint64_t(c.N - SpeedCheck::kRows + 1));
+  check.first_key = int(rng() % std::uint64_t(c.N - SpeedCheck::kRows + 1));
   check.checked_call = int(rng() % std::uint64_t(SpeedCheck::kRepeats));
   return check;
 }
 
-}  // namespace
-
 double time_in_lab(const SpeedConfig& c, bool solution) {
   const SpeedCheck check = random_speed_check(c);
   isolation::Packet args;
-  args.put<std::int32_t>(c.d);
-  args.put<std::uint8_t>(c.causal);
-  args.put<std::uint64_t>(check.seed);
-  args.put<std::int32_t>(check.head);
-  args.put<std::int32_t>(check.first_row);
-  args.put<std::int32_t>(check.checked_call);
+  gpu_wire::put_speed_request(args, c, check);
   auto reply = (solution ? isolation::solution_lab() : isolation::lab()).call("time", args);
   const double ms = reply.results.get<double>();
   const std::vector<std::uint8_t> o_bits = gpu_wire::get_bytes(reply.results);
@@ -492,25 +482,21 @@ std::string timing(const SpeedConfig& c, const char* who, double ms) {
   return buf;
 }
 
-SpeedConfig speed_config(int d, bool causal) {
-  SpeedConfig c;
-  c.d = d;
-  c.causal = causal;
-  return c;
-}
-
 // Lab 5's rule: returns the fraction of the points and appends the figures to `note`.
-double fraction_against_solution(int d, std::string& note) {
+double fraction_against_solution(int d, bool backward, const TimeInLab& time_lab, std::string& note) {
   double worst = 0;  // the student's time over the solution's
   for (bool causal : {false, true}) {
-    const SpeedConfig c = speed_config(d, causal);
-    const double student = time_in_lab(c, /*solution=*/false);
+    SpeedConfig c;
+    c.d = d;
+    c.causal = causal;
+    c.backward = backward;
+    const double student = time_lab(c, /*solution=*/false);
     // The student's lab process ends here, and its CUDA context with it: work it left running on
     // the GPU (a kernel on a stream of its own, launched by a thread of its own while it waits)
     // would otherwise slow the solution's timing and make the ratio look better. The next call
     // starts a fresh process.
     isolation::lab().restart();
-    const double solution = time_in_lab(c, /*solution=*/true);
+    const double solution = time_lab(c, /*solution=*/true);
     char ratio[32];
     std::snprintf(ratio, sizeof ratio, ", %.2fx; ", student / solution);
     note += config_label(c) + timing(c, "yours", student) + ", " + timing(c, "solution", solution) + ratio;
@@ -525,9 +511,11 @@ double fraction_against_solution(int d, std::string& note) {
 
 }  // namespace
 
-void award_speed_against_solution(int d) {
+void award_speed_against_solution(int d) { award_speed_against_solution(d, false, time_in_lab); }
+
+void award_speed_against_solution(int d, bool backward, const TimeInLab& time_lab) {
   std::string note = "timed on the " + device_name() + ": ";
-  const double fraction = fraction_against_solution(d, note);
+  const double fraction = fraction_against_solution(d, backward, time_lab, note);
   grading::award_fraction(fraction, note);
 }
 

@@ -120,6 +120,10 @@ void check_deterministic(const Config& c, const std::string& what, const std::ve
 // timing is not a positive finite number.
 double time_in_lab(const SpeedConfig& c, bool solution);
 
+// A fresh, unpredictable choice of inputs, rows and call for each timing (not the run's seed: a
+// submission that knew it could work out which rows are checked). Printed when a check fails.
+SpeedCheck random_speed_check(const SpeedConfig& c);
+
 // The name of device 0 as CUDA reports it (cudaDeviceProp::name), e.g. "NVIDIA H200".
 std::string device_name();
 
@@ -128,5 +132,10 @@ std::string device_name();
 // Full points within 1.2x, none at 3x, linear between (speed_rules.hpp); the note gives both
 // times and TFLOP/s.
 void award_speed_against_solution(int d);
+
+// The same rule for a lab whose "time" request is another (lab 9's backward: backward = true, and
+// `time_lab` its checked timing, grader/lab7_backward/backward_speed_check.hpp).
+using TimeInLab = std::function<double(const SpeedConfig& c, bool solution)>;
+void award_speed_against_solution(int d, bool backward, const TimeInLab& time_lab);
 
 }  // namespace gpu_grading

@@ -8,6 +8,7 @@
 
 #include "course/gpu.hpp"
 #include "course/gpu_labs.hpp"  // the ints of lab 5's and 8's Version and lab 7's BackwardKernel
+#include "speed_rules.hpp"
 #include "wire.hpp"
 
 namespace gpu_wire {
@@ -52,6 +53,26 @@ inline KernelCall get_call(isolation::Packet& p) {
 template <class Choice>
 Choice choice_of(const KernelCall& c, Choice fallback) {
   return course::gpu_labs::decode_choice(c.version, fallback, "gpu_wire::KernelCall::version");
+}
+
+// The "time" request of the speed checks (forward and backward alike): the configuration's d and
+// causal flag, then the grader's random SpeedCheck (seed, head, rows, key rows, checked call).
+inline void put_speed_request(isolation::Packet& p, const gpu_grading::SpeedConfig& c,
+                              const gpu_grading::SpeedCheck& check) {
+  p.put<std::int32_t>(c.d);
+  p.put<std::uint8_t>(c.causal);
+  p.put<std::uint64_t>(check.seed);
+  for (int v : {check.head, check.first_row, check.first_key, check.checked_call}) p.put<std::int32_t>(v);
+}
+
+inline void get_speed_request(isolation::Packet& p, gpu_grading::SpeedConfig& c, gpu_grading::SpeedCheck& check) {
+  c.d = p.get<std::int32_t>();
+  c.causal = p.get<std::uint8_t>() != 0;
+  check.seed = p.get<std::uint64_t>();
+  check.head = p.get<std::int32_t>();
+  check.first_row = p.get<std::int32_t>();
+  check.first_key = p.get<std::int32_t>();
+  check.checked_call = p.get<std::int32_t>();
 }
 
 inline void put_bytes(isolation::Packet& p, const std::vector<std::uint8_t>& b) {

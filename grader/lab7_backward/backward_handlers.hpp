@@ -4,7 +4,7 @@
 // the grader sent, inside grader/gpu/device_run's harness (every input between NaN guard zones,
 // dQ, dK and dV NaN-poisoned, a busy default stream, reads ordered on the lab's stream). The
 // workspace starts as NaN too: a kernel that adds into its dQ accumulator without zeroing it
-// first gets NaN.
+// first gets NaN. Lab 9 also answers the speed check's "time" request (add_time).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -85,11 +85,35 @@ void bad_arguments(isolation::Packet& args, isolation::Packet&) {
   });
 }
 
+// The speed check's "time" request (lab 9; gpu_lab::time_backward): bf16, the default kernel and
+// stream, the benchmark's shape.
+template <BackwardFn kBackward, WorkspaceFn kWorkspaceBytes>
+void time(isolation::Packet& args, isolation::Packet& out) {
+  gpu_lab::time_backward(
+      args, out,
+      [](const void* q, const void* k, const void* v, const void* o, const void* dout, const float* lse, void* dq,
+         void* dk, void* dv, void* workspace, std::size_t workspace_bytes, const course::AttentionShape& shape,
+         bool causal) {
+        course::lab7::BackwardGpuOptions options;
+        options.causal = causal;
+        options.workspace = workspace;
+        options.workspace_bytes = workspace_bytes;
+        kBackward(q, k, v, o, dout, lse, dq, dk, dv, course::DType::bf16, shape, options);
+      },
+      kWorkspaceBytes);
+}
+
 // Registers "flash_attention_backward" and "flash_attention_backward.bad_arguments".
 template <BackwardFn kBackward, WorkspaceFn kWorkspaceBytes>
 void add(isolation::Registry& r) {
   r.add("flash_attention_backward", backward<kBackward, kWorkspaceBytes>);
   r.add("flash_attention_backward.bad_arguments", bad_arguments<kBackward>);
+}
+
+// Registers "time", for a lab with speed checks (lab 9).
+template <BackwardFn kBackward, WorkspaceFn kWorkspaceBytes>
+void add_time(isolation::Registry& r) {
+  r.add("time", time<kBackward, kWorkspaceBytes>);
 }
 
 }  // namespace backward_handlers

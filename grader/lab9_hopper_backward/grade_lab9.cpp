@@ -8,6 +8,11 @@
 // busy default stream) and is compared head by head. The shapes add, to lab 7's, lengths that
 // cross this lab's 128-key and 64- or 128-row tiles by one. Every check skips, saying why,
 // without a GPU or on a GPU that is not compute capability 9.0.
+//
+// Speed points as lab 8's: the backward's time against the solution's, timed in the same run on
+// the same GPU (grader/gpu/speed_rules.hpp: full points within 1.2x, none at 3x; the worse of
+// causal and non-causal counts), on the benchmark's shape (bf16, B * N = 16384, H * d = 2048,
+// N = 4096). What a random timed call computed is checked too (backward_speed_check.hpp).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -15,6 +20,7 @@
 #include <cuda_runtime_api.h>
 
 #include "backward_gpu_checks.hpp"
+#include "backward_speed_check.hpp"
 #include "course/errors.hpp"
 
 using namespace backward_grading;
@@ -126,4 +132,14 @@ TEST_CASE("hopper: bad input gets a clear error" * grading::points(1, kHopperChe
   CHECK_THROWS_AS(bad_gpu_call(64, DType::fp16, 64, false, 16, kHopper), course::BadInput);       // workspace
   CHECK_THROWS_AS(bad_gpu_call(64, DType::bf16, 64, false, enough, Kernel::cuda_cores), course::BadInput);
   CHECK_NOTHROW(bad_gpu_call(64, DType::fp16, 64, false, enough, kHopper));  // the same call, valid, runs
+}
+
+TEST_CASE("speed: d=64 within 1.2x of the solution" * grading::points(4, kHopperCheck)) {
+  require_hopper();
+  gpu_grading::award_speed_against_solution(64, /*backward=*/true, time_backward_in_lab);
+}
+
+TEST_CASE("speed: d=128 within 1.2x of the solution" * grading::points(4, kHopperCheck)) {
+  require_hopper();
+  gpu_grading::award_speed_against_solution(128, /*backward=*/true, time_backward_in_lab);
 }
