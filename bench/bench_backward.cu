@@ -5,12 +5,15 @@
 // causal and not.
 //
 //   bench_backward --out results.csv [--quick] [--budget-s 120] [--max-reps 20]
+//                  [--impls lab5,lab8,lab7,lab7-cuda-cores,lab9] [--ds 64,128] [--ns 4096] [--causal 0,1]
+//
+// --impls, --ds, --ns and --causal keep only those rows (tools/profile runs one kernel so).
 //
 // FLOPs: the forward is 4 B H N^2 d (two products of 2 N^2 d), the backward 10 B H N^2 d (five:
 // S recomputed, dP, dV, dQ, dK); both are halved with causal masking, the FlashAttention
 // papers' convention. TFLOP/s = FLOPs / median time. Inputs are seeded normal values; O and LSE
-// come from lab 5's forward (or, without lab 5, from seeded values: the backward's time does not
-// depend on them). Correctness is the grader's business (grade_lab7), not this program's.
+// come from lab 5's and lab 8's forwards (or, without them, from seeded values: the backward's time
+// does not depend on them). Correctness is the grader's business (grade_lab7), not this program's.
 // Each row is written and flushed as soon as it is measured.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -43,6 +46,26 @@ namespace {
 using course::check_cuda;
 using course::DeviceBuffer;
 
+// "a,b,c" as its parts.
+std::vector<std::string> split(const std::string& list) {
+  std::vector<std::string> out;
+  std::size_t from = 0;
+  for (std::size_t comma; (comma = list.find(',', from)) != std::string::npos; from = comma + 1)
+    out.push_back(list.substr(from, comma - from));
+  out.push_back(list.substr(from));
+  return out;
+}
+
+std::vector<int> split_ints(const std::string& list) {
+  std::vector<int> out;
+  for (const std::string& part : split(list)) out.push_back(std::stoi(part));
+  return out;
+}
+
+bool contains(const std::vector<std::string>& list, const std::string& x) {
+  return std::find(list.begin(), list.end(), x) != list.end();
+}
+
 // The first call (untimed), then bench::sized_median_ms.
 float measure(const std::function<void()>& call, cudaStream_t stream, int max_reps, int& reps) {
   call();
@@ -56,6 +79,8 @@ int main(int argc, char** argv) {
   bool quick = false;
   double budget_s = 1e9;
   int max_reps = 20;
+  std::vector<std::string> impls = {"lab5", "lab8", "lab7", "lab7-cuda-cores", "lab9"};
+  std::vector<int> ds = {64, 128}, ns, causals = {0, 1};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -66,13 +91,19 @@ int main(int argc, char** argv) {
     else if (a == "--quick") quick = true;
     else if (a == "--budget-s") budget_s = std::stod(value());
     else if (a == "--max-reps") max_reps = std::stoi(value());
+    else if (a == "--impls") impls = split(value());
+    else if (a == "--ds") ds = split_ints(value());
+    else if (a == "--ns") ns = split_ints(value());
+    else if (a == "--causal") causals = split_ints(value());
     else {
       std::fprintf(stderr, "bench_backward: unknown option %s\n", a.c_str());
       return 2;
     }
   }
   if (out_path.empty()) {
-    std::fprintf(stderr, "usage: bench_backward --out results.csv [--quick] [--budget-s S] [--max-reps N]\n");
+    std::fprintf(stderr,
+                 "usage: bench_backward --out results.csv [--quick] [--budget-s S] [--max-reps N] [--impls a,b]\n"
+                 "                      [--ds 64,128] [--ns 1024,4096] [--causal 0,1]\n");
     return 2;
   }
   FILE* csv = std::fopen(out_path.c_str(), "w");
@@ -87,10 +118,11 @@ int main(int argc, char** argv) {
 
   cudaStream_t stream;
   check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
-  const std::vector<int> ns = quick ? std::vector<int>{1024, 4096} : std::vector<int>{1024, 2048, 4096, 8192};
-  for (int d : {64, 128})
+  if (ns.empty()) ns = quick ? std::vector<int>{1024, 4096} : std::vector<int>{1024, 2048, 4096, 8192};
+  for (int d : ds)
     for (int n : ns)
-      for (bool causal : {false, true}) {
+      for (int causal_int : causals) {
+        const bool causal = causal_int != 0;
         if (elapsed_s() > budget_s) {
           std::printf("bench_backward: time budget spent, stopping\n");
           break;
@@ -119,22 +151,24 @@ int main(int argc, char** argv) {
           course::fill_normal(lse.as<float>(), std::int64_t(rows), 6);
           check_cuda(cudaDeviceSynchronize(), "inputs");
 #if COURSE_HAVE_LAB5
-          course::lab5::ForwardOptions fo;
-          fo.causal = causal;
-          fo.stream = stream;
-          auto forward = [&] {
-            course::lab5::flash_attention_forward(q.get(), k.get(), v.get(), o.get(), lse.as<float>(),
-                                                  course::DType::bf16, shape, fo);
-          };
-          int reps = 0;
-          const float fwd_ms = measure(forward, stream, max_reps, reps);
-          row("lab5", "forward", fwd_ms, fwd_flops, "ok", reps);
+          if (contains(impls, "lab5")) {
+            course::lab5::ForwardOptions fo;
+            fo.causal = causal;
+            fo.stream = stream;
+            auto forward = [&] {
+              course::lab5::flash_attention_forward(q.get(), k.get(), v.get(), o.get(), lse.as<float>(),
+                                                    course::DType::bf16, shape, fo);
+            };
+            int reps = 0;
+            const float fwd_ms = measure(forward, stream, max_reps, reps);
+            row("lab5", "forward", fwd_ms, fwd_flops, "ok", reps);
+          }
 #endif
 #if COURSE_HAVE_LAB8
           // Lab 8's forward (sm_90a), the forward that goes with lab 9's backward on an H100 or
           // H200; elsewhere its call says so with course::BadInput, and the row records that. It
           // runs after lab 5's, so O and LSE are its own (the same values, up to rounding).
-          try {
+          if (contains(impls, "lab8")) try {
             course::lab8::ForwardOptions fo8;
             fo8.causal = causal;
             fo8.stream = stream;
@@ -159,6 +193,7 @@ int main(int argc, char** argv) {
           // Part 3 (tensor cores, what `automatic` picks for bf16) and part 2 (CUDA cores).
           for (auto [impl, kernel] : {std::pair{"lab7", course::lab7::BackwardKernel::tensor_cores},
                                       std::pair{"lab7-cuda-cores", course::lab7::BackwardKernel::cuda_cores}}) {
+            if (!contains(impls, impl)) continue;
             bo.kernel = kernel;
             auto backward = [&] {
               course::lab7::flash_attention_backward(q.get(), k.get(), v.get(), o.get(), dout.get(),
@@ -172,7 +207,7 @@ int main(int argc, char** argv) {
 #if COURSE_HAVE_LAB9
           // Lab 9 (the Hopper backward, sm_90a): on a GPU of compute capability 9.0 only; its call
           // says so with course::BadInput elsewhere, and the row records that.
-          try {
+          if (contains(impls, "lab9")) try {
             bo.kernel = course::lab7::BackwardKernel::automatic;
             auto backward = [&] {
               course::lab9::flash_attention_backward(q.get(), k.get(), v.get(), o.get(), dout.get(),
