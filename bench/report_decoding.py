@@ -2,10 +2,15 @@
 """The decoding benchmark's report: a markdown table and a bandwidth picture.
 
 Usage: report_decoding.py BASE GPU COMMIT CSV...   (run-bench --decoding calls it)
-Reads the rows of bench_decoding (lab 6's split-KV kernel, lab 5's kernel without splits) and
+Reads the rows of bench_decoding (lab 6's kernels, lab 5's kernel without splits) and
 bench_torch_decoding.py (PyTorch SDPA) and writes BASE.csv (every row), BASE.md and, with
-matplotlib, BASE.png: GB/s of K and V read against the KV length Nk, one panel per (dtype, B*H),
-with the device-to-device copy of the same run drawn as the ceiling.
+matplotlib, BASE.png: GB/s of K and V read against the KV length Nk, with the device-to-device
+copy of the same run drawn as the ceiling.
+  Part 1 (lab 6 part 1, a contiguous cache, Nq = 1): one table and one panel per (dtype, B*H).
+  Part 2 (lab 6 part 2, paged and grouped; rows with part = 2, in CSVs that have the column):
+    (a) group 1, Nq = 1, B*H = 32: lab 6 part 1 and paged against the best SDPA backend;
+    (b) group 8, Nq = 1, 4, 8: the same, K and V of the KV heads counted once;
+    (c) the paged cache's time over the same keys in order (contiguous, or in-order pages).
 
 Decoding reads K and V once and does little arithmetic, so its limit is memory bandwidth. The
 copy figure counts bytes read + written; a kernel that only reads can pass it (HBM reads alone
@@ -15,12 +20,33 @@ import csv
 import sys
 
 # Drawing order and labels; implementations not listed are drawn after these, labelled by name.
-LABELS = {"lab6": "lab 6 (split-KV)", "lab5": "lab 5 (one CTA per query tile, no split)",
-          "torch:flash": "PyTorch flash (FA2)", "torch:sdpa": "PyTorch SDPA (default choice)"}
+LABELS = {"lab6": "lab 6 (split-KV)", "lab6:paged": "lab 6 part 2 (paged)", "lab5": "lab 5 (one CTA per query tile, no split)",
+          "torch:flash": "PyTorch flash (FA2)", "torch:efficient": "PyTorch efficient",
+          "torch:cudnn": "PyTorch cuDNN", "torch:math": "PyTorch math",
+          "torch:sdpa": "PyTorch SDPA (default choice)"}
+
+
+# Part 2's columns, and what a CSV from before part 2 means by them.
+PART2_DEFAULTS = {"part": "1", "B": "", "H_q": "", "H_kv": "", "causal": "0", "page_size": "0",
+                  "layout": "contiguous", "how": ""}
+TORCH_BACKENDS = ["torch:flash", "torch:efficient", "torch:cudnn", "torch:math"]  # forced, one at a time
+# "Best SDPA" is the fastest of these and of PyTorch's own choice (torch:sdpa, one of the same
+# backends): a forced backend's time can include the cost of forcing it (see bench/README.md).
+BEST_OF = TORCH_BACKENDS + ["torch:sdpa"]
+PAGES = [16, 64, 256]
 
 
 def load(files):
-    return [r for f in files for r in csv.DictReader(open(f))]
+    rows = [r for f in files for r in csv.DictReader(open(f))]
+    for r in rows:
+        for key, value in PART2_DEFAULTS.items():
+            if r.get(key) in (None, ""):
+                r[key] = value
+    return rows
+
+
+def part(rows, n):
+    return [r for r in rows if r["part"] == str(n)]
 
 
 def ordered_impls(rows):
@@ -54,11 +80,10 @@ def ratio(a, b):
     return f"{float(a['gbps']) / float(b['gbps']):.1f}x"
 
 
-def markdown(rows, gpu, commit):
-    lines = [f"# Decoding: K/V bandwidth, {gpu} (commit {commit})", "",
-             "Nq = 1, d = 128, not causal, H = 32. Each cell: GB/s of K and V read (in brackets the "
-             "fraction of a device-to-device copy measured in the same process, bytes read + written; a "
-             "read-only kernel can exceed it). lab6 chooses its own split count (in square brackets). "
+def part1_markdown(rows):
+    lines = ["Part 1: Nq = 1, d = 128, not causal, H = 32, a contiguous cache. Each cell: GB/s of K and V read "
+             "(in brackets the fraction of a device-to-device copy measured in the same process, bytes read + "
+             "written; a read-only kernel can exceed it). lab6 chooses its own split count (in square brackets). "
              "lab6 / lab5: the speed-up of splitting the keys over lab 5's one CTA per query tile.", ""]
     impls = ordered_impls(rows)
     for dtype, bh in groups(rows):
@@ -77,6 +102,210 @@ def markdown(rows, gpu, commit):
     return lines
 
 
+# ---------------------------------------------------------------------------------------------
+# Part 2: paged, grouped decoding. A configuration is (H_kv, Nq): group 1 has H_kv = 32, group 8
+# H_kv = 4; each has Nk from 4k to 128k.
+
+def ok(r):
+    return r is not None and r["status"] == "ok"
+
+
+def configs(rows):
+    """(group, H_kv, Nq) present, group 1 first."""
+    keys = {(int(r["H_q"]) // int(r["H_kv"]), r["H_kv"], int(r["Nq"])) for r in rows}
+    return sorted(keys)
+
+
+def nks(rows):
+    return sorted({int(r["Nk"]) for r in rows})
+
+
+def pick(rows, hkv, nq, nk, impl=None, layout=None, page=None):
+    return next((r for r in rows if r["H_kv"] == hkv and int(r["Nq"]) == nq and int(r["Nk"]) == nk
+                 and (impl is None or r["impl"] == impl) and (layout is None or r["layout"] == layout)
+                 and (page is None or int(r["page_size"]) == page)), None)
+
+
+def baseline(rows, hkv, nq, nk):
+    """The same keys in order: part 1's kernel on the contiguous cache, or pages in pool order."""
+    return pick(rows, hkv, nq, nk, layout="contiguous", impl="lab6") or pick(rows, hkv, nq, nk, layout="in-order")
+
+
+def best_sdpa(rows, hkv, nq, nk):
+    """The fastest PyTorch row (a forced backend, or PyTorch's choice) that ran and passed its check."""
+    runs = [r for r in (pick(rows, hkv, nq, nk, impl=b) for b in BEST_OF) if ok(r)]
+    return max(runs, key=lambda r: float(r["gbps"]), default=None)
+
+
+def gbps_cell(r, fraction=True):
+    """GB/s, the fraction of the copy (lab 6: and its split count in square brackets)."""
+    if r is None:
+        return ""
+    if r["status"] != "ok":
+        return r["status"][:40]
+    splits = f" [{r['splits']}]" if r["splits"] and r["impl"].startswith("lab6") else ""
+    return f"{float(r['gbps']):.0f}" + (f" ({100 * float(r['fraction']):.0f}%)" if fraction else "") + splits
+
+
+def faster(a, b):
+    """a's speed over b's (b's time / a's time): above 1, a is faster."""
+    return f"{float(a['gbps']) / float(b['gbps']):.2f}x" if ok(a) and ok(b) else ""
+
+
+def bandwidth_table(rows, group, hkv, nq):
+    base_name = "lab6 part 1, contiguous" if nq == 1 else "lab6:paged, 256 in order"
+    header = ([base_name] + [f"paged {p}" for p in PAGES] + [b.split(":")[1] for b in TORCH_BACKENDS]
+              + ["sdpa (default)", "best SDPA", "part 1 / best" if nq == 1 else "in order / best", "paged 16 / best"])
+    lines = ["| Nk | " + " | ".join(header) + " |", "|---|" + "---|" * len(header)]
+    for nk in nks(rows):
+        base, best = baseline(rows, hkv, nq, nk), best_sdpa(rows, hkv, nq, nk)
+        paged = [pick(rows, hkv, nq, nk, layout="shuffled", page=p) for p in PAGES]
+        cells = [gbps_cell(base)] + [gbps_cell(r) for r in paged]
+        cells += [gbps_cell(pick(rows, hkv, nq, nk, impl=b), False) for b in TORCH_BACKENDS + ["torch:sdpa"]]
+        cells += [f"{best['impl'].split(':')[1]} {float(best['gbps']):.0f} ({100 * float(best['fraction']):.0f}%)"
+                  if best else "", faster(base, best), faster(paged[0], best)]
+        lines.append(f"| {nk} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def paged_ratio_table(rows):
+    """Paged time over in-order time, per configuration and page size, against Nk."""
+    cols = nks(rows)
+    lines = ["| configuration | page | " + " | ".join(str(n) for n in cols) + " |",
+             "|---|---|" + "---|" * len(cols)]
+    for group, hkv, nq in configs(rows):
+        for p in PAGES:
+            cells = []
+            for nk in cols:
+                paged, base = pick(rows, hkv, nq, nk, layout="shuffled", page=p), baseline(rows, hkv, nq, nk)
+                cells.append(f"{float(paged['ms']) / float(base['ms']):.2f}" if ok(paged) and ok(base) else "")
+            lines.append(f"| group {group}, Nq = {nq} | {p} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def torch_ways(rows):
+    """How each PyTorch backend was given grouped heads and the causal mask, per configuration."""
+    ways = sorted({(r["impl"], int(r["H_q"]) // int(r["H_kv"]), int(r["Nq"]), r["how"]) for r in rows
+                   if r["impl"].startswith("torch:") and ok(r) and r["how"]})
+    return [f"- {impl}, group {group}, Nq = {nq}: {how}" for impl, group, nq, how in ways]
+
+
+def part2_notes(rows):
+    """The largest error of each implementation, and the rows that failed (status other than ok)."""
+    lines = ["Largest max |O - O_fp64| over the Nq rows of head (0, 0), per implementation (bf16 storage, fp32 "
+             "arithmetic): " + ", ".join(
+                 f"{impl} {max(float(r['max_abs_err']) for r in rows if r['impl'] == impl and ok(r)):.1e}"
+                 for impl in ordered_impls([r for r in rows if ok(r)])) + "."]
+    failed = sorted({(r["impl"], int(r["Nq"]), r["status"][:80]) for r in rows if not ok(r)})
+    if failed:
+        lines += ["", "Rows without a figure (implementation, Nq, status):"]
+        lines += [f"- {impl}, Nq = {nq}: {status}" for impl, nq, status in failed]
+    return lines
+
+
+def part2_markdown(rows):
+    lines = ["## Part 2: paged, grouped decoding", "",
+             "bf16, d = 128. Group 1: B = 1, H_q = H_kv = 32 (part 1's B*H = 32). Group 8: B = 4, H_q = 32, "
+             "H_kv = 4. Nq > 1 is causal, bottom-right (new row i sees keys j <= Nk - Nq + i). GB/s counts the K "
+             "and V of the H_kv heads once: 2 * B * H_kv * Nk * d * 2 bytes over the time; in brackets the "
+             "fraction of the device-to-device copy of the same run. lab6:paged reads pages of 16, 64 or 256 keys "
+             "in a shuffled order; the baseline reads the same keys in order (at Nq = 1 part 1's kernel on the "
+             "contiguous cache, the group as its rows; at Nq > 1 paged_decode on pages of 256 in pool order). "
+             "lab 6's split count is in square brackets. PyTorch runs on a contiguous cache of the same values, "
+             "each backend forced in turn, and with its own choice (sdpa); best SDPA is the fastest of those "
+             "that ran and passed their check; `x / best` is best's time over x's (above 1: lab 6 is faster).",
+             ""]
+    for group, hkv, nq in configs(rows):
+        tag = "(a)" if group == 1 else "(b)"
+        lines += [f"### {tag} group {group}, Nq = {nq}" + (", causal" if nq > 1 else ""), ""]
+        lines += bandwidth_table([r for r in rows if int(r["Nq"]) == nq], group, hkv, nq) + [""]
+    lines += ["### (c) the paged cache: paged time / in-order time", "",
+              "Pages shuffled over the same keys read in order (the baseline above); above 1 paging costs time.", ""]
+    lines += paged_ratio_table(rows) + [""]
+    ways = torch_ways(rows)
+    if ways:
+        lines += ["How PyTorch was given grouped heads and the mask (the first way each backend accepted):", ""]
+        lines += ways + [""]
+    lines += part2_notes(rows) + [""]
+    return lines
+
+
+def markdown(rows, gpu, commit):
+    lines = [f"# Decoding: K/V bandwidth, {gpu} (commit {commit})", ""]
+    lines += part1_markdown(part(rows, 1))
+    if part(rows, 2):
+        lines += part2_markdown(part(rows, 2))
+    return lines
+
+
+# ---------------------------------------------------------------------------------------------
+# The picture: part 1's panels in the first row, part 2's in the second.
+
+def draw_copy(ax, rows):
+    copies = [float(r["copy_gbps"]) for r in rows if r["copy_gbps"]]
+    if copies:
+        ax.axhline(max(copies), color="black", linestyle="--", linewidth=1, label="device copy (read + write)")
+
+
+def style_nk_axis(ax, ylabel, title):
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("KV length Nk (tokens)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    ax.grid(True, alpha=0.3)
+
+
+def draw_part1_panel(ax, rows, dtype, bh):
+    sel = [r for r in rows if r["dtype"] == dtype and r["BH"] == bh and r["status"] == "ok"]
+    for impl in ordered_impls(sel):
+        pts = sorted((int(r["Nk"]), float(r["gbps"])) for r in sel if r["impl"] == impl)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=LABELS.get(impl, impl))
+    draw_copy(ax, sel)
+    style_nk_axis(ax, "K and V read (GB/s)", f"part 1: {dtype}, B*H = {bh}, Nq = 1")
+
+
+def draw_part2_panel(ax, rows, group, hkv, nq):
+    cols = nks(rows)
+    series = [("lab 6 part 1, contiguous" if nq == 1 else "lab 6 paged, 256 in order",
+               lambda nk: baseline(rows, hkv, nq, nk), "-", "C0")]
+    series += [(f"lab 6 paged, pages of {p} shuffled", lambda nk, p=p: pick(rows, hkv, nq, nk, layout="shuffled", page=p),
+                style, "C1") for p, style in zip(PAGES, ["-", "--", ":"])]
+    series += [("best PyTorch SDPA (a backend forced, or its choice)", lambda nk: best_sdpa(rows, hkv, nq, nk), "-", "C3")]
+    for label, get, style, color in series:
+        pts = [(nk, float(get(nk)["gbps"])) for nk in cols if ok(get(nk))]
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", linestyle=style, color=color, label=label)
+    draw_copy(ax, rows)
+    ax.set_ylim(bottom=0)
+    tag = "(a)" if group == 1 else "(b)"
+    style_nk_axis(ax, "K and V of the KV heads read (GB/s)",
+                  f"part 2 {tag}: group {group}, Nq = {nq}" + (", causal" if nq > 1 else ""))
+    if nq > 1:  # its baseline is not the first panel's: say so here
+        ax.legend(fontsize=6, loc="center right")
+
+
+def draw_paged_ratio(ax, rows):
+    """One colour per configuration, one line style per page size; the legend says each once."""
+    from matplotlib.lines import Line2D
+    styles = dict(zip(PAGES, ["-", "--", ":"]))
+    handles = []
+    for i, (group, hkv, nq) in enumerate(configs(rows)):
+        for p in PAGES:
+            pts = []
+            for nk in nks(rows):
+                paged, base = pick(rows, hkv, nq, nk, layout="shuffled", page=p), baseline(rows, hkv, nq, nk)
+                if ok(paged) and ok(base):
+                    pts.append((nk, float(paged["ms"]) / float(base["ms"])))
+            if pts:
+                ax.plot([q[0] for q in pts], [q[1] for q in pts], marker="o", markersize=3, linestyle=styles[p],
+                        color=f"C{i}")
+        handles.append(Line2D([], [], color=f"C{i}", marker="o", label=f"group {group}, Nq = {nq}"))
+    handles += [Line2D([], [], color="gray", linestyle=styles[p], label=f"pages of {p}") for p in PAGES]
+    ax.axhline(1.0, color="black", linewidth=1)
+    style_nk_axis(ax, "paged time / in-order time", "part 2 (c): the cost of shuffled pages")
+    ax.legend(handles=handles, fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
+
+
 def plot(rows, gpu, commit, path):
     try:
         import matplotlib
@@ -85,24 +314,21 @@ def plot(rows, gpu, commit, path):
     except ImportError:
         print("report_decoding: matplotlib not found, no picture")
         return False
-    panels = groups(rows)
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 4.2), squeeze=False, sharey=True)
-    for ax, (dtype, bh) in zip(axes[0], panels):
-        sel = [r for r in rows if r["dtype"] == dtype and r["BH"] == bh and r["status"] == "ok"]
-        for impl in ordered_impls(sel):
-            pts = sorted((int(r["Nk"]), float(r["gbps"])) for r in sel if r["impl"] == impl)
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=LABELS.get(impl, impl))
-        copies = [float(r["copy_gbps"]) for r in sel if r["copy_gbps"]]
-        if copies:
-            ax.axhline(max(copies), color="black", linestyle="--", linewidth=1,
-                       label="device copy (read + write)")
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("KV length Nk (tokens)")
-        ax.set_ylabel("K and V read (GB/s)")
-        ax.set_title(f"{dtype}, B*H = {bh}")
-        ax.grid(True, alpha=0.3)
-    axes[0][0].legend(fontsize=7, loc="lower right")
-    fig.suptitle(f"Decoding (Nq = 1, d = 128): K/V bandwidth ({gpu}, commit {commit})", fontsize=10)
+    p1, p2 = part(rows, 1), part(rows, 2)
+    row1 = [lambda ax, k=k: draw_part1_panel(ax, p1, *k) for k in groups(p1)]
+    row2 = [lambda ax, c=c: draw_part2_panel(ax, [r for r in p2 if int(r["Nq"]) == c[2]], *c) for c in configs(p2)]
+    if row2:
+        row2.append(lambda ax: draw_paged_ratio(ax, p2))
+    grid = [r for r in (row1, row2) if r]
+    ncols = max(len(r) for r in grid)
+    fig, axes = plt.subplots(len(grid), ncols, figsize=(4.4 * ncols, 4.2 * len(grid)), squeeze=False)
+    for panels, axrow in zip(grid, axes):
+        for draw, ax in zip(panels, axrow):
+            draw(ax)
+        for ax in axrow[len(panels):]:
+            ax.set_visible(False)
+        axrow[0].legend(fontsize=7, loc="lower right")
+    fig.suptitle(f"Decoding (d = 128): K/V bandwidth and the cost of paging ({gpu}, commit {commit})", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     return True
