@@ -3,7 +3,7 @@
 //
 // Three kernels on options.stream, as in lab 7 (course/lab7_backward_gpu.hpp):
 //   kernel 1 (dot_do_o_kernel): D_i = rowsum(dO_i o O_i) (Algorithm 2, line 4), and the fp32 dQ
-//            accumulator zeroed;
+//            accumulator and the deterministic mode's turn counters zeroed;
 //   kernel 2 (backward_hopper_kernel, backward_hopper_kernel.cuh): dK and dV written, every K/V
 //            tile's share of dQ added into the accumulator;
 //   kernel 3 (convert_dq_kernel): dQ = tau * accumulator, rounded once to the dtype.
@@ -37,12 +37,16 @@ __device__ __forceinline__ float to_float(T x) {
 }
 
 // One warp per query row: D_i = sum_c dO_ic O_ic in fp32, and the row of the dQ accumulator
-// zeroed (kernel 2 only adds to it).
+// zeroed (kernel 2 only adds to it). The first row of each of kernel 2's query tiles also zeroes
+// the tile's turn counter (deterministic mode), at every call: counters left at the last call's
+// counts would never say "K/V tile 0" again.
 template <class T, int D>
 __global__ void dot_do_o_kernel(const Params p, std::int64_t rows) {
   const std::int64_t row = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   if (row >= rows) return;
   const int lane = static_cast<int>(threadIdx.x) % 32;
+  const int bh = static_cast<int>(row / p.nq), query = static_cast<int>(row % p.nq);
+  if (lane == 0 && query % Tiles<D>::kBr == 0) *dq_turn_counter<Tiles<D>>(p, bh, query) = 0;
   const T* o = static_cast<const T*>(p.o) + row * D;
   const T* dout = static_cast<const T*>(p.dout) + row * D;
   float sum = 0.0f;
@@ -142,7 +146,8 @@ void flash_attention_backward(const void* Q, const void* K, const void* V, const
   // SKELETON: [[maybe_unused]]
   const BackwardCall call = check_backward(kLab9Rules, /*tensor_cores=*/true, Q, K, V, O, dO, lse, dQ, dK, dV, dtype,
                                            shape, options.causal, options.scale,
-                                           {options.workspace, options.workspace_bytes}, options.stream);
+                                           {options.workspace, options.workspace_bytes}, options.stream,
+                                           options.deterministic);
   if (detail::compute_capability() != 90)
     throw BadInput(std::string(kLab9Rules.tensor_cores.function) +
                    ": this lab needs a compute capability 9.0 GPU (H100/H200: wgmma and TMA are sm_90a "
@@ -160,6 +165,8 @@ void flash_attention_backward(const void* Q, const void* K, const void* V, const
   p.dv = call.dv;
   p.dq_accum = call.dq_accum;
   p.delta = call.delta;
+  p.dq_turns = call.dq_turns;
+  p.deterministic = call.deterministic;
   p.nq = call.nq;
   p.nk = call.nk;
   p.causal = call.causal;
