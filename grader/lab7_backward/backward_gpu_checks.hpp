@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -204,14 +205,18 @@ void check_gpu_deterministic_dq(const GpuProblem& g, std::uint64_t seed, Kernel 
         }
       if (differ == 0) continue;
       const int rows = i == 0 ? g.Nq : g.Nk;
+      auto exact = [](double x) {  // enough digits to tell two 16-bit values apart
+        char text[32];
+        std::snprintf(text, sizeof text, "%.9g", x);
+        return std::string(text);
+      };
       grading::expect(false,
                       {std::string("flash_attention_backward ") + names[i], course::dtype_name<T>(),
                        {g.B, g.H, rows, g.d}, first.about, seed},
                       std::string("in deterministic mode two calls on the same inputs gave different ") + names[i] + " (" +
                           std::to_string(differ) + " elements differ; the first at row " +
                           std::to_string(at / g.d) + ", column " + std::to_string(at % g.d) + " of [B * H * " +
-                          (i == 0 ? "Nq" : "Nk") + ", d]: " + std::to_string(a[at]) + " then " +
-                          std::to_string(b[at]) + describe_mode(mode) +
+                          (i == 0 ? "Nq" : "Nk") + ", d]: " + exact(a[at]) + " then " + exact(b[at]) + describe_mode(mode) +
                           "): the K/V tiles' shares were added in another order (atomics in the order they "
                           "come, or a turn passed before the adds were done)");
       return;
