@@ -74,7 +74,7 @@ __global__ void convert_dq_kernel(const float* accum, T* dq, std::int64_t pairs,
 
 template <int D, class T>
 void launch_all(const Params& p, const void* q, const void* k, const void* v, void* dq, int batch_heads,
-                cudaStream_t stream) {
+                bool deterministic, cudaStream_t stream) {
   using Cfg = Tiles<D>;
   const std::int64_t q_rows = static_cast<std::int64_t>(batch_heads) * p.nq;
 
@@ -95,7 +95,8 @@ void launch_all(const Params& p, const void* q, const void* k, const void* v, vo
   sm90::make_tensor_map_bhnd(&map_k, k, bf16, batch_heads, p.nk, D, Cfg::kBc);
   sm90::make_tensor_map_bhnd(&map_v, v, bf16, batch_heads, p.nk, D, Cfg::kBc);
 
-  const auto kernel = backward_hopper_kernel<D, T>;
+  // Kernel 2 with the deterministic mode compiled in, or without it (the default).
+  const auto kernel = deterministic ? backward_hopper_kernel<D, T, true> : backward_hopper_kernel<D, T, false>;
   require_shared_memory(Cfg::kAllocBytes, "lab 9's backward_hopper_kernel");
   check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kAllocBytes),
              "cudaFuncSetAttribute(backward_hopper_kernel, MaxDynamicSharedMemorySize)");
@@ -111,9 +112,9 @@ void launch_all(const Params& p, const void* q, const void* k, const void* v, vo
 
 template <class T>
 void launch_for_d(const Params& p, const void* q, const void* k, const void* v, void* dq, int d, int batch_heads,
-                  cudaStream_t stream) {
-  if (d == 64) launch_all<64, T>(p, q, k, v, dq, batch_heads, stream);
-  else launch_all<128, T>(p, q, k, v, dq, batch_heads, stream);
+                  bool deterministic, cudaStream_t stream) {
+  if (d == 64) launch_all<64, T>(p, q, k, v, dq, batch_heads, deterministic, stream);
+  else launch_all<128, T>(p, q, k, v, dq, batch_heads, deterministic, stream);
 }
 
 // The compute capability of the current device, as major * 10 + minor.
@@ -156,7 +157,8 @@ void flash_attention_backward(const void* Q, const void* K, const void* V, const
   // BEGIN SOLUTION flash_attention_backward
   //! fill detail::Params from the checked call (its scale is resolved; scale_log2 = scale *
   //! log2(e) is there too), then detail::launch_for_d<__nv_bfloat16> or <__half> (the launches
-  //! above are given: kernel 1, the tensor maps, kernel 2, kernel 3) on options.stream
+  //! above are given: kernel 1, the tensor maps, kernel 2, kernel 3) with call.deterministic, on
+  //! options.stream
   detail::Params p{};
   p.o = call.o;
   p.dout = call.dout;
@@ -166,16 +168,17 @@ void flash_attention_backward(const void* Q, const void* K, const void* V, const
   p.dq_accum = call.dq_accum;
   p.delta = call.delta;
   p.dq_turns = call.dq_turns;
-  p.deterministic = call.deterministic;
   p.nq = call.nq;
   p.nk = call.nk;
   p.causal = call.causal;
   p.scale = call.scale;
   p.scale_log2 = call.scale_log2;
   if (dtype == DType::bf16)
-    detail::launch_for_d<__nv_bfloat16>(p, call.q, call.k, call.v, dQ, call.d, call.batch_heads, options.stream);
+    detail::launch_for_d<__nv_bfloat16>(p, call.q, call.k, call.v, dQ, call.d, call.batch_heads, call.deterministic,
+                                        options.stream);
   else
-    detail::launch_for_d<__half>(p, call.q, call.k, call.v, dQ, call.d, call.batch_heads, options.stream);
+    detail::launch_for_d<__half>(p, call.q, call.k, call.v, dQ, call.d, call.batch_heads, call.deterministic,
+                                 options.stream);
   // END SOLUTION
 }
 
