@@ -74,14 +74,20 @@ def markdown(rows, gpu, commit):
     header = (["d", "N", "causal"] + [b[1] for b in backwards]
               + [f"{short.get(a, a)} / {short.get(b, b)}" for a, b in ratios]
               + [f[1] for f in forwards] + [f"{pair_short[f]} fwd+bwd" for _, f, _ in pairs])
+    # What each column is, for the implementations this run has.
+    meaning = {"lab7": "lab7 = the course's GPU backward on tensor cores (part 3, mma.sync)",
+               "lab7-cuda-cores": "lab7 cc = on CUDA cores (part 2, fp32 arithmetic)",
+               "lab9": "lab9 = the Hopper backward (wgmma, TMA; H100 and H200 only)",
+               "lab9-deterministic": "lab9 det = the same with options.deterministic (the K/V tiles add into dQ in "
+                                     "turn, the same bits in every run)",
+               "torch:flash": "torch:flash and torch:cudnn = PyTorch SDPA's backends, timed in the same run, their "
+                              "backward as torch.autograd.grad(o, (q, k, v), dO), which adds nothing into q.grad, "
+                              "k.grad or v.grad (bench/bench_torch_backward.py)"}
+    described = "; ".join(text for impl, text in meaning.items()
+                          if present(rows, impl, "backward") or (impl == "torch:flash" and present(rows, "torch:cudnn", "backward")))
     lines = [f"# Backward pass: TFLOP/s, {gpu} (commit {commit})", "",
              "bf16, B * N = 16k tokens, H * d = 2048. FLOPs: forward 4 B H N^2 d, backward 2.5x that, halved "
-             "when causal. lab7 = the course's GPU backward on tensor cores (part 3, mma.sync); lab7 cc = on CUDA "
-             "cores (part 2, fp32 arithmetic); lab9 = the Hopper backward (wgmma, TMA; H100 and H200 only); "
-             "lab9 det = the same with options.deterministic (the K/V tiles add into dQ in turn, no atomics race); "
-             "torch:flash and torch:cudnn = PyTorch SDPA's backends, timed in the "
-             "same run, their backward as torch.autograd.grad(o, (q, k, v), dO), which adds nothing into q.grad, "
-             "k.grad or v.grad (bench/bench_torch_backward.py). Ratios are of backward TFLOP/s. fwd+bwd = both "
+             f"when causal. {described}. Ratios are of backward TFLOP/s. fwd+bwd = both "
              "passes' FLOPs over both passes' times (the course: lab 5's forward with lab 7's backward, and lab "
              "8's with lab 9's).", "",
              "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
