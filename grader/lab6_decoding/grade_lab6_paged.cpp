@@ -418,15 +418,15 @@ TEST_CASE("paged: bad input gets a clear error" * grading::points(2, kPages)) {
                   [&] { bad_paged(ok, {0, 1, 2, 3, 4, 5, 6, 99}, {64, 40}, 2); });
 }
 
-// The speed rule of part 2: paged_decode's time over part 1's split_kv_forward on the same K and V
-// made contiguous (the group's query rows as part 1's Nq rows of one head), both timed in this
-// run on this GPU. Full points at 1.5x or less, none at 2.5x or more, linear between. Measured on
-// the H200: the solution 1.30x and 1.31x (its packing-order variant), the dependent block-table
-// load of every step is what it pays at this shape; one CTA per query head instead of per group
-// 1.96x (0.54 of the points: rejected); a rule of one split per 2048 keys 2.16x.
-constexpr double kPagedFullAt = 1.5, kPagedNoneAt = 2.5;
+// The speed rule of part 2: paged_decode's time over the time a device-to-device copy takes to
+// read the same bytes of K and V (half of the copy's time: it reads and writes them), both timed
+// in this run on this GPU. Decoding only reads K and V, once per KV head, so the copy's rate is
+// what a kernel that keeps the memory busy reaches. Full points at 1.5x or less (two thirds of the
+// copy's rate or more), none at 3x or more, linear between. Part 1's split_kv_forward on the same
+// data made contiguous is timed too, and shown.
+constexpr double kPagedFullAt = 1.5, kPagedNoneAt = 3.0;
 
-TEST_CASE("speed: paged GQA decoding within 1.5x of part 1 on the same data made contiguous" *
+TEST_CASE("speed: paged GQA decoding reads K and V at two thirds of the copy rate or more" *
           grading::points(3, kPages)) {
   gpu_grading::require_device();
   // bf16, d = 128, 4 sequences of 16384 keys in pages of 64, 32 query heads in groups of 8
@@ -454,14 +454,16 @@ TEST_CASE("speed: paged GQA decoding within 1.5x of part 1 on the same data made
                            std::to_string(a.max_diff) + " against max |O| = " + std::to_string(a.o_max) +
                            (a.finite ? "" : ", NaN/Inf") + "), so the times do not count"))
     return;
-  const double ratio = a.paged_ms / a.contiguous_ms;
-  char note[400];
+  const double copy_read_ms = a.copy_ms / 2;  // the copy reads kv_bytes and writes as many
+  const double ratio = a.paged_ms / copy_read_ms;
+  char note[500];
   std::snprintf(note, sizeof note,
-                "timed on the %s: paged %.3f ms (%.0f GB/s of K and V), part 1 on the same data contiguous %.3f ms "
-                "(%.0f GB/s), ratio %.2fx; a device-to-device copy of the same bytes: %.0f GB/s; "
-                "full points within %.2fx, none at %.1fx",
-                gpu_grading::device_name().c_str(), a.paged_ms, a.kv_bytes / a.paged_ms / 1e6, a.contiguous_ms,
-                a.kv_bytes / a.contiguous_ms / 1e6, ratio, 2 * a.kv_bytes / a.copy_ms / 1e6, kPagedFullAt,
-                kPagedNoneAt);
+                "timed on the %s: paged %.3f ms (%.0f GB/s of K and V, %.0f%% of the copy's rate); a device-to-device "
+                "copy of the same bytes %.0f GB/s (read + written), so reading them at that rate takes %.3f ms: "
+                "ratio %.2fx; part 1 on the same data contiguous %.3f ms (%.0f GB/s); full points within %.2fx, none "
+                "at %.1fx",
+                gpu_grading::device_name().c_str(), a.paged_ms, a.kv_bytes / a.paged_ms / 1e6, 100.0 / ratio,
+                2 * a.kv_bytes / a.copy_ms / 1e6, copy_read_ms, ratio, a.contiguous_ms,
+                a.kv_bytes / a.contiguous_ms / 1e6, kPagedFullAt, kPagedNoneAt);
   grading::award_fraction(gpu_grading::speed_fraction(-ratio, -kPagedNoneAt, -kPagedFullAt), note);
 }
