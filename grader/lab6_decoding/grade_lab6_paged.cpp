@@ -421,12 +421,15 @@ TEST_CASE("paged: bad input gets a clear error" * grading::points(2, kPages)) {
 // The speed rule of part 2: paged_decode's time over the time a device-to-device copy takes to
 // read the same bytes of K and V (half of the copy's time: it reads and writes them), both timed
 // in this run on this GPU. Decoding only reads K and V, once per KV head, so the copy's rate is
-// what a kernel that keeps the memory busy reaches. Full points at 1.5x or less (two thirds of the
-// copy's rate or more), none at 3x or more, linear between. Part 1's split_kv_forward on the same
-// data made contiguous is timed too, and shown.
-constexpr double kPagedFullAt = 1.5, kPagedNoneAt = 3.0;
+// what a kernel that keeps the memory busy approaches. Full points at 2x or less (half the copy's
+// rate or more), none at 4x or more, linear between. Part 1's split_kv_forward on the same data
+// made contiguous is timed too, and shown: a tensor-core kernel that reads K and V once per query
+// head (the planted bug) can still beat part 1's CUDA-core kernel, so part 1 cannot be the
+// yardstick. At 16384 keys the launch of two kernels and the pipeline's first tiles are a sizeable
+// share of the time, hence a yardstick of 2x; lecture 6 gives the measured figures.
+constexpr double kPagedFullAt = 2.0, kPagedNoneAt = 4.0;
 
-TEST_CASE("speed: paged GQA decoding reads K and V at two thirds of the copy rate or more" *
+TEST_CASE("speed: paged GQA decoding reads K and V at half the copy rate or more" *
           grading::points(3, kPages)) {
   gpu_grading::require_device();
   // bf16, d = 128, 4 sequences of 16384 keys in pages of 64, 32 query heads in groups of 8

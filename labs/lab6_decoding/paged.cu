@@ -51,6 +51,7 @@ namespace {
 using course::sm80::cp_async_16;
 using course::sm80::cp_async_commit;
 using course::sm80::cp_async_wait;
+using course::sm80::exp2_approx;
 using course::sm80::load_b_fragments_k;
 using course::sm80::load_b_fragments_v;
 using course::sm80::mma_16x8x16;
@@ -227,10 +228,13 @@ __global__ void __launch_bounds__(kThreads, 2) paged_split_kernel(const PagedPar
   // `tile` starts tile + kStages - 1 into the buffer that tile - 1 used, then reads `tile`. Page
   // indices are looked up one tile ahead of the copies that need them.
     // Line 9: S = Q K^T for this warp's slice of the tile's keys, on tensor cores.
-    // Lines 10-11 in FA2's form, per row h: scale into log2 units, mask (past the split's keys;
-    // causal: past the row's diagonal), the new maximum over the 4 lanes of the row, rescale
-    // l and O by exp2(m_old - m_new), then P = exp2(S - m_new). A row that has seen no key yet
-    // keeps m = -inf and uses 0 as its reference: exp2(-inf - 0) = 0, never -inf - (-inf).
+    // Lines 10-11 in FA2's form: S into log2 units (times scale * log2(e)); the masks (keys past
+    // the split's end; causal: past the row's diagonal), tested only in a tile that reaches
+    // past key_end or past diag, the diagonal of new row 0 (in every other tile no key is
+    // masked; the test is the same for the whole CTA, so the branch does not diverge); then per
+    // row h the new maximum over the 4 lanes of the row, l and O rescaled by exp2(m_old - m_new),
+    // and P = exp2(S - m_new). A row that has seen no key yet keeps m = -inf and uses 0 as its
+    // reference: exp2(-inf - 0) = 0, never -inf - (-inf).
     // Line 12: O += P V. The accumulators of S, exponentiated and rounded to T, are P's A
     // fragments (lab 5's "P in registers"); l adds P before rounding, in fp32.
   // Line 11's combine across the warps of a row block (their slices of the keys): each warp

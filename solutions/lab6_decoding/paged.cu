@@ -51,6 +51,7 @@ namespace {
 using course::sm80::cp_async_16;
 using course::sm80::cp_async_commit;
 using course::sm80::cp_async_wait;
+using course::sm80::exp2_approx;
 using course::sm80::load_b_fragments_k;
 using course::sm80::load_b_fragments_v;
 using course::sm80::mma_16x8x16;
@@ -345,29 +346,37 @@ __global__ void __launch_bounds__(kThreads, 2) paged_split_kernel(const PagedPar
       }
     }
 
-    //! Lines 10-11 in FA2's form, per row h: scale into log2 units, mask (past the split's keys;
-    //! causal: past the row's diagonal), the new maximum over the 4 lanes of the row, rescale
-    //! l and O by exp2(m_old - m_new), then P = exp2(S - m_new). A row that has seen no key yet
-    //! keeps m = -inf and uses 0 as its reference: exp2(-inf - 0) = 0, never -inf - (-inf).
+    //! Lines 10-11 in FA2's form: S into log2 units (times scale * log2(e)); the masks (keys past
+    //! the split's end; causal: past the row's diagonal), tested only in a tile that reaches
+    //! past key_end or past diag, the diagonal of new row 0 (in every other tile no key is
+    //! masked; the test is the same for the whole CTA, so the branch does not diverge); then per
+    //! row h the new maximum over the 4 lanes of the row, l and O rescaled by exp2(m_old - m_new),
+    //! and P = exp2(S - m_new). A row that has seen no key yet keeps m = -inf and uses 0 as its
+    //! reference: exp2(-inf - 0) = 0, never -inf - (-inf).
+#pragma unroll
+    for (int j = 0; j < Cfg::kKeyBlocks; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[j][e] *= p.scale_log2;
+    if (tile_key0 + kTileKeys > key_end || (p.causal && tile_key0 + kTileKeys - 1 > diag)) {
+#pragma unroll
+      for (int j = 0; j < Cfg::kKeyBlocks; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int key = tile_key0 + slice_key0 + 8 * j + 2 * t + e % 2;
+          const int query = query_of[e / 2];
+          if (key >= key_end || (p.causal && key > query + diag)) s[j][e] = kNegInf;
+        }
+    }
     float m_ref[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int query = query_of[h];
       float m_new = m[h];
 #pragma unroll
-      for (int j = 0; j < Cfg::kKeyBlocks; ++j) {
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int key = tile_key0 + slice_key0 + 8 * j + 2 * t + e;
-          float& x = s[j][2 * h + e];
-          x = (key >= key_end || (p.causal && key > query + diag)) ? kNegInf : x * p.scale_log2;
-          m_new = fmaxf(m_new, x);
-        }
-      }
+      for (int j = 0; j < Cfg::kKeyBlocks; ++j) m_new = fmaxf(m_new, fmaxf(s[j][2 * h], s[j][2 * h + 1]));
       m_new = fmaxf(m_new, __shfl_xor_sync(0xffffffffu, m_new, 1));
       m_new = fmaxf(m_new, __shfl_xor_sync(0xffffffffu, m_new, 2));
       m_ref[h] = (m_new == kNegInf) ? 0.0f : m_new;
-      const float alpha = exp2f(m[h] - m_ref[h]);
+      const float alpha = exp2_approx(m[h] - m_ref[h]);
       l[h] *= alpha;
 #pragma unroll
       for (int j = 0; j < Cfg::kDimBlocks; ++j) {
@@ -386,7 +395,7 @@ __global__ void __launch_bounds__(kThreads, 2) paged_split_kernel(const PagedPar
       for (int jj = 0; jj < 2; ++jj)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          pr[jj][e] = exp2f(s[j + jj][e] - m_ref[e / 2]);
+          pr[jj][e] = exp2_approx(s[j + jj][e] - m_ref[e / 2]);
           l[e / 2] += pr[jj][e];
         }
       const uint32_t a[4] = {pack_pair<T>(pr[0][0], pr[0][1]), pack_pair<T>(pr[0][2], pr[0][3]),
