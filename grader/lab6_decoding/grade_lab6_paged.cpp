@@ -286,7 +286,7 @@ TEST_CASE("paged: page sizes 16, 64 and 256, pages in any order (bf16 and fp16, 
           grading::points(3)) {
   gpu_grading::require_device();
   // 700 keys: 44 pages of 16, 11 of 64 (the last one partial), 3 of 256; a page of 16 is smaller
-  // than a step of the key loop, so every step straddles pages.
+  // than a tile of the key loop (64 keys), so every tile straddles pages.
   for (DType dtype : {DType::bf16, DType::fp16})
     for (int d : {64, 128})
       for (int ps : {16, 64, 256}) check(paged(dtype, 2, 4, 2, 1, d, ps, {700, 389}));
@@ -309,8 +309,8 @@ TEST_CASE("paged: lengths per sequence, 0, 1 and not multiples of the page or of
 
 TEST_CASE("paged: GQA groups 1 (MHA), 4, 8 and MQA, one read of K/V per group" * grading::points(3, kPages)) {
   gpu_grading::require_device();
-  // group * Nq rows per KV head: 1, 4, 8, 16 (one tile), 32 (MQA with 32 heads: two tiles),
-  // 64 (8 heads of 8 rows).
+  // group * Nq rows per KV head: 1, 4, 8, 16 (one row block of an mma tile), 32 (MQA with 32
+  // heads: two row blocks), 64 (8 heads of 8 rows: four row blocks, one tile of 64 rows).
   for (DType dtype : {DType::bf16, DType::fp16}) {
     check(paged(dtype, 2, 4, 4, 1, 128, 16, {300, 200}));         // MHA
     check(paged(dtype, 2, 8, 2, 1, 128, 64, {300, 200}));         // group 4
