@@ -69,6 +69,9 @@ constexpr int kTileRows = kWarps * kBlockRows;  // 64: the most packed rows one 
 constexpr int kTileKeys = 64;                 // keys per K/V tile
 
 // The ring of K/V tiles in shared memory: kRingStages tiles in flight (one read, the rest loading).
+// At d = 128 a tile of K and V is 32 KB: 3 of them are 96 KB a CTA, within the 99 KB that every
+// GPU from sm_80 on gives a block, and two CTAs fit on an H100's or H200's SM (228 KB); at
+// d = 64, 4 tiles of 16 KB.
 template <int D>
 constexpr int kRingStages = D == 64 ? 4 : 3;
 template <typename T, int D>
