@@ -27,13 +27,11 @@
 #include <string>
 #include <vector>
 
+#include "course/errors.hpp"
 #include "course/lab7_backward_gpu.hpp"
 #include "event_timing.hpp"
 #if COURSE_HAVE_LAB5
 #include "course/lab5_tensor_core.hpp"
-#endif
-#if COURSE_HAVE_LAB8 || COURSE_HAVE_LAB9
-#include "course/errors.hpp"
 #endif
 #if COURSE_HAVE_LAB8
 #include "course/lab8_hopper.hpp"
@@ -161,40 +159,39 @@ int main(int argc, char** argv) {
           course::fill_normal(o.as<__nv_bfloat16>(), std::int64_t(elems), 5);
           course::fill_normal(lse.as<float>(), std::int64_t(rows), 6);
           check_cuda(cudaDeviceSynchronize(), "inputs");
+          // Times one implementation's call and writes its row. A lab that cannot run on this GPU
+          // (labs 8 and 9 off Hopper) refuses with course::BadInput, and the row says so.
+          auto time_row = [&](const char* impl, const char* pass, double flops, const std::function<void()>& call) {
+            if (!contains(impls, impl)) return;
+            try {
+              int reps = 0;
+              const float ms = measure(call, stream, max_reps, reps);
+              row(impl, pass, ms, flops, "ok", reps);
+            } catch (const course::BadInput& e) {
+              std::string what = e.what();
+              std::replace(what.begin(), what.end(), ',', ';');
+              row(impl, pass, 0.0f, flops, "skipped: " + what.substr(0, 100), 0);
+            }
+          };
 #if COURSE_HAVE_LAB5
-          if (contains(impls, "lab5")) {
-            course::lab5::ForwardOptions fo;
-            fo.causal = causal;
-            fo.stream = stream;
-            auto forward = [&] {
-              course::lab5::flash_attention_forward(q.get(), k.get(), v.get(), o.get(), lse.as<float>(),
-                                                    course::DType::bf16, shape, fo);
-            };
-            int reps = 0;
-            const float fwd_ms = measure(forward, stream, max_reps, reps);
-            row("lab5", "forward", fwd_ms, fwd_flops, "ok", reps);
-          }
+          course::lab5::ForwardOptions fo5;
+          fo5.causal = causal;
+          fo5.stream = stream;
+          time_row("lab5", "forward", fwd_flops, [&] {
+            course::lab5::flash_attention_forward(q.get(), k.get(), v.get(), o.get(), lse.as<float>(),
+                                                  course::DType::bf16, shape, fo5);
+          });
 #endif
 #if COURSE_HAVE_LAB8
           // Lab 8's forward (sm_90a), the forward that goes with lab 9's backward on an H100 or
-          // H200; elsewhere its call says so with course::BadInput, and the row records that. It
-          // runs after lab 5's, so O and LSE are its own (the same values, up to rounding).
-          if (contains(impls, "lab8")) try {
-            course::lab8::ForwardOptions fo8;
-            fo8.causal = causal;
-            fo8.stream = stream;
-            auto forward = [&] {
-              course::lab8::flash_attention_forward(q.get(), k.get(), v.get(), o.get(), lse.as<float>(),
-                                                    course::DType::bf16, shape, fo8);
-            };
-            int reps = 0;
-            const float fwd_ms = measure(forward, stream, max_reps, reps);
-            row("lab8", "forward", fwd_ms, fwd_flops, "ok", reps);
-          } catch (const course::BadInput& e) {
-            std::string what = e.what();
-            std::replace(what.begin(), what.end(), ',', ';');
-            row("lab8", "forward", 0.0f, fwd_flops, "skipped: " + what.substr(0, 100), 0);
-          }
+          // H200. It runs after lab 5's, so O and LSE are its own (the same values, up to rounding).
+          course::lab8::ForwardOptions fo8;
+          fo8.causal = causal;
+          fo8.stream = stream;
+          time_row("lab8", "forward", fwd_flops, [&] {
+            course::lab8::flash_attention_forward(q.get(), k.get(), v.get(), o.get(), lse.as<float>(),
+                                                  course::DType::bf16, shape, fo8);
+          });
 #endif
           course::lab7::BackwardGpuOptions bo;
           bo.causal = causal;
@@ -204,40 +201,26 @@ int main(int argc, char** argv) {
           // Part 3 (tensor cores, what `automatic` picks for bf16) and part 2 (CUDA cores).
           for (auto [impl, kernel] : {std::pair{"lab7", course::lab7::BackwardKernel::tensor_cores},
                                       std::pair{"lab7-cuda-cores", course::lab7::BackwardKernel::cuda_cores}}) {
-            if (!contains(impls, impl)) continue;
-            bo.kernel = kernel;
-            auto backward = [&] {
+            course::lab7::BackwardGpuOptions options = bo;
+            options.kernel = kernel;
+            time_row(impl, "backward", bwd_flops, [&] {
               course::lab7::flash_attention_backward(q.get(), k.get(), v.get(), o.get(), dout.get(),
                                                      lse.as<float>(), dq.get(), dk.get(), dv.get(),
-                                                     course::DType::bf16, shape, bo);
-            };
-            int breps = 0;
-            const float bwd_ms = measure(backward, stream, max_reps, breps);
-            row(impl, "backward", bwd_ms, bwd_flops, "ok", breps);
+                                                     course::DType::bf16, shape, options);
+            });
           }
 #if COURSE_HAVE_LAB9
-          // Lab 9 (the Hopper backward, sm_90a): on a GPU of compute capability 9.0 only; its call
-          // says so with course::BadInput elsewhere, and the row records that. lab9-deterministic:
-          // options.deterministic, the K/V tiles adding into dQ in turn.
+          // Lab 9, the Hopper backward (sm_90a), with dQ by atomics and with options.deterministic
+          // (lab9-deterministic: the K/V tiles add into dQ in turn).
           for (auto [impl, deterministic] : {std::pair{"lab9", false}, std::pair{"lab9-deterministic", true}}) {
-            if (contains(impls, impl)) try {
-              bo.kernel = course::lab7::BackwardKernel::automatic;
-              bo.deterministic = deterministic;
-              auto backward = [&] {
-                course::lab9::flash_attention_backward(q.get(), k.get(), v.get(), o.get(), dout.get(),
-                                                       lse.as<float>(), dq.get(), dk.get(), dv.get(),
-                                                       course::DType::bf16, shape, bo);
-              };
-              int breps = 0;
-              const float bwd_ms = measure(backward, stream, max_reps, breps);
-              row(impl, "backward", bwd_ms, bwd_flops, "ok", breps);
-            } catch (const course::BadInput& e) {
-              std::string what = e.what();
-              std::replace(what.begin(), what.end(), ',', ';');
-              row(impl, "backward", 0.0f, bwd_flops, "skipped: " + what.substr(0, 100), 0);
-            }
+            course::lab7::BackwardGpuOptions options = bo;
+            options.deterministic = deterministic;
+            time_row(impl, "backward", bwd_flops, [&] {
+              course::lab9::flash_attention_backward(q.get(), k.get(), v.get(), o.get(), dout.get(),
+                                                     lse.as<float>(), dq.get(), dk.get(), dv.get(),
+                                                     course::DType::bf16, shape, options);
+            });
           }
-          bo.deterministic = false;
 #endif
         } catch (const std::exception& e) {
           std::string what = e.what();

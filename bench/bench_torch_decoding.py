@@ -160,26 +160,37 @@ def run_part1(bench, dev):
                 for name, backend in impls:
                     row = new_row(impl=name, dtype=dname, BH=bh, Nk=nk, kv_bytes=kv_bytes, copy_gbps=bench.copy_gbps,
                                   B=B, H_q=H, H_kv=H)
-                    row["status"] = bench.skip_reason(kv_bytes) or "ok"
-                    if row["status"] == "ok":
-                        try:
-                            gen = torch.Generator(device=dev)
-                            gen.manual_seed(nk)
-                            q = torch.randn(B, H, 1, D, device=dev, generator=gen).to(dtype)
-                            k = torch.randn(B, H, nk, D, device=dev, generator=gen, dtype=dtype)
-                            v = torch.randn(B, H, nk, D, device=dev, generator=gen, dtype=dtype)
-                            with torch.inference_mode(), forced(backend):
-                                def call():
-                                    return F.scaled_dot_product_attention(q, k, v)
 
-                                check_and_time(torch, row, call, reference_head0(torch, q, k, v, False), args.max_reps)
-                            del q, k, v
-                        except torch.cuda.OutOfMemoryError:
-                            row["status"] = "OOM"
-                        except Exception as e:  # noqa: BLE001
-                            row["status"] = "error:" + one_line(e)
-                        torch.cuda.empty_cache()
-                    bench.write(row)
+                    def measure():
+                        gen = torch.Generator(device=dev)
+                        gen.manual_seed(nk)
+                        q = torch.randn(B, H, 1, D, device=dev, generator=gen).to(dtype)
+                        k = torch.randn(B, H, nk, D, device=dev, generator=gen, dtype=dtype)
+                        v = torch.randn(B, H, nk, D, device=dev, generator=gen, dtype=dtype)
+                        with torch.inference_mode(), forced(backend):
+                            def call():
+                                return F.scaled_dot_product_attention(q, k, v)
+
+                            check_and_time(torch, row, call, reference_head0(torch, q, k, v, False), args.max_reps)
+
+                    measure_row(bench, row, bench.skip_reason(kv_bytes), measure)
+
+
+def measure_row(bench, row, skip, measure):
+    """Writes one row of the table: `skip` (why it cannot run here) if there is one, else what
+    measure() records in the row, or the OOM or error that stopped it. Every row is written, so
+    the report shows what could not run and why."""
+    torch = bench.torch
+    row["status"] = skip or "ok"
+    if not skip:
+        try:
+            measure()
+        except torch.cuda.OutOfMemoryError:
+            row["status"] = "OOM"
+        except Exception as e:  # noqa: BLE001  (one failed row must not end the run)
+            row["status"] = "error:" + one_line(e)
+        torch.cuda.empty_cache()
+    bench.write(row)
 
 
 def part2_ways(torch, k, v, group, nq, nk):
@@ -248,17 +259,12 @@ def run_part2(bench, dev):
                 for name, backend in backends:
                     row = new_row(impl=name, BH=B * H_q, Nq=nq, Nk=nk, kv_bytes=kv_bytes, copy_gbps=bench.copy_gbps,
                                   part=2, B=B, H_q=H_q, H_kv=H_kv, causal=int(nq > 1))
-                    row["status"] = skip or bench.skip_reason(0) or "ok"
-                    if row["status"] == "ok":
-                        try:
-                            with torch.inference_mode():
-                                run_part2_backend(bench, row, backend, q, k, v, group, nq, nk, ref)
-                        except torch.cuda.OutOfMemoryError:
-                            row["status"] = "OOM"
-                        except Exception as e:  # noqa: BLE001
-                            row["status"] = "error:" + one_line(e)
-                        torch.cuda.empty_cache()
-                    bench.write(row)
+
+                    def measure():
+                        with torch.inference_mode():
+                            run_part2_backend(bench, row, backend, q, k, v, group, nq, nk, ref)
+
+                    measure_row(bench, row, skip or bench.skip_reason(0), measure)
             del k, v
             torch.cuda.empty_cache()
 

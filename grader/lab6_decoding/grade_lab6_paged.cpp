@@ -286,7 +286,7 @@ TEST_CASE("paged: page sizes 16, 64 and 256, pages in any order (bf16 and fp16, 
           grading::points(3)) {
   gpu_grading::require_device();
   // 700 keys: 44 pages of 16, 11 of 64 (the last one partial), 3 of 256; a page of 16 is smaller
-  // than a step of the key loop, so every step straddles pages.
+  // than a tile of the key loop (64 keys), so every tile straddles pages.
   for (DType dtype : {DType::bf16, DType::fp16})
     for (int d : {64, 128})
       for (int ps : {16, 64, 256}) check(paged(dtype, 2, 4, 2, 1, d, ps, {700, 389}));
@@ -309,8 +309,8 @@ TEST_CASE("paged: lengths per sequence, 0, 1 and not multiples of the page or of
 
 TEST_CASE("paged: GQA groups 1 (MHA), 4, 8 and MQA, one read of K/V per group" * grading::points(3, kPages)) {
   gpu_grading::require_device();
-  // group * Nq rows per KV head: 1, 4, 8, 16 (one tile), 32 (MQA with 32 heads: two tiles),
-  // 64 (8 heads of 8 rows).
+  // group * Nq rows per KV head: 1, 4, 8, 16 (one row block of an mma tile), 32 (MQA with 32
+  // heads: two row blocks), 64 (8 heads of 8 rows: four row blocks, one tile of 64 rows).
   for (DType dtype : {DType::bf16, DType::fp16}) {
     check(paged(dtype, 2, 4, 4, 1, 128, 16, {300, 200}));         // MHA
     check(paged(dtype, 2, 8, 2, 1, 128, 64, {300, 200}));         // group 4
@@ -418,15 +418,18 @@ TEST_CASE("paged: bad input gets a clear error" * grading::points(2, kPages)) {
                   [&] { bad_paged(ok, {0, 1, 2, 3, 4, 5, 6, 99}, {64, 40}, 2); });
 }
 
-// The speed rule of part 2: paged_decode's time over part 1's split_kv_forward on the same K and V
-// made contiguous (the group's query rows as part 1's Nq rows of one head), both timed in this
-// run on this GPU. Full points at 1.5x or less, none at 2.5x or more, linear between. Measured on
-// the H200: the solution 1.30x and 1.31x (its packing-order variant), the dependent block-table
-// load of every step is what it pays at this shape; one CTA per query head instead of per group
-// 1.96x (0.54 of the points: rejected); a rule of one split per 2048 keys 2.16x.
-constexpr double kPagedFullAt = 1.5, kPagedNoneAt = 2.5;
+// The speed rule of part 2: paged_decode's time over the time a device-to-device copy takes to
+// read the same bytes of K and V (half of the copy's time: it reads and writes them), both timed
+// in this run on this GPU. Decoding only reads K and V, once per KV head, so the copy's rate is
+// what a kernel that keeps the memory busy approaches. Full points at 2x or less (half the copy's
+// rate or more), none at 4x or more, linear between. Part 1's split_kv_forward on the same data
+// made contiguous is timed too, and shown: a tensor-core kernel that reads K and V once per query
+// head (the planted bug) can still beat part 1's CUDA-core kernel, so part 1 cannot be the
+// yardstick. At 16384 keys the launch of two kernels and the pipeline's first tiles are a sizeable
+// share of the time, hence a yardstick of 2x; lecture 6 gives the measured figures.
+constexpr double kPagedFullAt = 2.0, kPagedNoneAt = 4.0;
 
-TEST_CASE("speed: paged GQA decoding within 1.5x of part 1 on the same data made contiguous" *
+TEST_CASE("speed: paged GQA decoding reads K and V at half the copy rate or more" *
           grading::points(3, kPages)) {
   gpu_grading::require_device();
   // bf16, d = 128, 4 sequences of 16384 keys in pages of 64, 32 query heads in groups of 8
@@ -454,14 +457,16 @@ TEST_CASE("speed: paged GQA decoding within 1.5x of part 1 on the same data made
                            std::to_string(a.max_diff) + " against max |O| = " + std::to_string(a.o_max) +
                            (a.finite ? "" : ", NaN/Inf") + "), so the times do not count"))
     return;
-  const double ratio = a.paged_ms / a.contiguous_ms;
-  char note[400];
+  const double copy_read_ms = a.copy_ms / 2;  // the copy reads kv_bytes and writes as many
+  const double ratio = a.paged_ms / copy_read_ms;
+  char note[500];
   std::snprintf(note, sizeof note,
-                "timed on the %s: paged %.3f ms (%.0f GB/s of K and V), part 1 on the same data contiguous %.3f ms "
-                "(%.0f GB/s), ratio %.2fx; a device-to-device copy of the same bytes: %.0f GB/s; "
-                "full points within %.2fx, none at %.1fx",
-                gpu_grading::device_name().c_str(), a.paged_ms, a.kv_bytes / a.paged_ms / 1e6, a.contiguous_ms,
-                a.kv_bytes / a.contiguous_ms / 1e6, ratio, 2 * a.kv_bytes / a.copy_ms / 1e6, kPagedFullAt,
-                kPagedNoneAt);
+                "timed on the %s: paged %.3f ms (%.0f GB/s of K and V, %.0f%% of the copy's rate); a device-to-device "
+                "copy of the same bytes %.0f GB/s (read + written), so reading them at that rate takes %.3f ms: "
+                "ratio %.2fx; part 1 on the same data contiguous %.3f ms (%.0f GB/s); full points within %.2fx, none "
+                "at %.1fx",
+                gpu_grading::device_name().c_str(), a.paged_ms, a.kv_bytes / a.paged_ms / 1e6, 100.0 / ratio,
+                2 * a.kv_bytes / a.copy_ms / 1e6, copy_read_ms, ratio, a.contiguous_ms,
+                a.kv_bytes / a.contiguous_ms / 1e6, kPagedFullAt, kPagedNoneAt);
   grading::award_fraction(gpu_grading::speed_fraction(-ratio, -kPagedNoneAt, -kPagedFullAt), note);
 }

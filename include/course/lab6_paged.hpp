@@ -68,8 +68,10 @@ struct PagedOptions {
 // 16-byte aligned; lse [B, H_q, Nq] device floats, natural log. Query head h reads KV head
 // h / group. The query rows of the `group` heads that share a KV head are packed into one tile of
 // group * Nq rows, so that every K/V row read from memory serves all of them (tiles of at most
-// 16 rows: a group with more rows reads its K/V once per 16 rows). The keys are cut into
-// num_splits chunks per sequence, merged as in part 1. fp32 arithmetic; O rounded once. A row
+// 64 rows, the m dimension of tensor-core mma tiles: a group with more rows reads its K/V once
+// per 64 rows). The keys are cut into num_splits chunks per sequence, merged as in part 1.
+// Q K^T and P V on tensor cores (bf16 or fp16 inputs, fp32 accumulation), the softmax in fp32;
+// O rounded once. A row
 // that sees no key gets O = 0 and lse = -inf. Launches on options.stream, returns without
 // synchronising. Throws course::BadInput (check_paged_decoding) and std::runtime_error naming the
 // call when a CUDA call fails.
@@ -84,7 +86,7 @@ void append_kv(const void* K_new, const void* V_new, const PagedCache& cache, DT
                const PagedShape& shape, cudaStream_t stream);
 
 // The split count paged_decode uses when options.num_splits is 0, on a GPU with sm_count
-// multiprocessors: part 1's rule on the CTAs that the call launches (B * H_kv * row tiles).
+// multiprocessors: part 1's rule on the CTAs that the call launches (B * H_kv * row tiles of 64).
 int choose_paged_splits(const PagedShape& shape, DType dtype, int sm_count);
 
 // Workspace bytes for num_splits splits (0: the count choose_paged_splits picks on the current

@@ -1,32 +1,41 @@
-// Lab 6 part 2: decoding as served, with a paged, grouped KV cache. Implements
+// Lab 6 part 2: decoding as served, with a paged, grouped KV cache, on tensor cores. Implements
 // include/course/lab6_paged.hpp. Lecture: lectures/06-split-kv-decoding.md, "Part 2".
 //
-// Reading guide. Part 1's kernel 1 read the keys of one (batch, head) from one contiguous array.
-// A server's cache is different in three ways, and this file changes part 1's kernel in three
-// places:
+// Reading guide. Part 1's kernel 1 read the keys of one (batch, head) from one contiguous array,
+// with fp32 FMAs on CUDA cores. A server's cache differs in three ways, and the split kernel here
+// answers each:
 //   * Paging. The cache is a pool of pages of page_size rows; sequence b's key j is row
 //     j % page_size of page block_table[b][j / page_size]. Every key row's address goes through
-//     that lookup (key_row), one read of the block table per key row, which the L1 cache serves.
-//     A step of the key loop reads kKeysPerStep consecutive keys, which may lie in two or more
-//     pages (a page of 16 rows is smaller than a step of 32 or 64 keys, and a split's first key
-//     need not start a page): the lookup is per row, never per step.
+//     that lookup, one read of the block table per key row (page_of, then pool_offset). A tile of
+//     kTileKeys = 64 keys may lie in several pages (a page of 16 rows is smaller than a tile, and
+//     a split's first key need not start a page): the lookup is per row, never per tile. The
+//     page indices of the next tile are read while the current one is copied (look_up_pages), so
+//     the copies never wait for the table.
 //   * Grouped heads (GQA, MQA). `group` query heads share one KV head. A CTA takes the Nq query
-//     rows of every head of a group (group * Nq rows, packed head after head) against one KV
+//     rows of every head of a group (R = group * Nq rows, packed head after head) against one KV
 //     head, so each K/V row read from memory serves all of them: the bytes read fall by the
-//     group size, and the FLOPs per byte rise by it. Part 1's register state holds at most 16
-//     rows, so a group of more than 16 rows is cut into tiles of 16 (grid dimension z), each of
-//     which reads the KV head once.
+//     group size, and the FLOPs per byte rise to R (in bf16). At R = 64 that is 64 FLOP/byte,
+//     more than fp32 CUDA cores can do at the memory's speed (their ridge is about 14) and far
+//     below the tensor cores' (about 200). So the packed rows are the m dimension of mma.sync
+//     m16n8k16 (lab 5's instruction and fragments, include/course/mma_sm80.cuh): 1 to 4 row
+//     blocks of 16 rows per CTA (kTileRows = 64); a group with more rows is cut into tiles of 64
+//     (grid dimension z), each of which reads the KV head once.
 //   * Per-sequence lengths and several new rows. The length includes the Nq new rows; new row i
 //     sees the keys j <= len - Nq + i (bottom-right causal masking, as in part 1).
 // The new rows' K and V are written into their pages first, by append_kv's small kernel.
 // The merge of the splits is part 1's kernel 2 (lab 2's combine), here for bf16 and fp16 output.
 //
-// Thread layout of the split kernel: part 1's. Groups of G = d / 8 lanes read one 16-byte piece
-// each of a K or V row; the CTA reads 128 / G rows per load, U rows per group per step; every
-// group keeps its own (m, l, O) per query row and the groups are merged at the end.
+// The split kernel, one CTA per (split, sequence and KV head, tile of up to 64 packed rows), 4
+// warps. K/V tiles of 64 keys stream through a ring of kStages shared-memory buffers with cp.async
+// (lab 5's pipelining). Warp w computes the rows of row block w % kRowBlocks against its slice
+// w / kRowBlocks of each tile's keys: with one row block (R <= 16, e.g. plain decoding) the four
+// warps split the keys 16 each; with four (R > 32) each warp takes all 64 keys of its block. Each
+// warp keeps its own (m, l, O) in registers; the warps of one row block are merged at the end
+// through shared memory, with line 11's combine.
 #include "course/attention.hpp"
 #include "course/errors.hpp"
 #include "course/lab6_paged.hpp"
+#include "course/mma_sm80.cuh"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -39,22 +48,53 @@
 namespace course::lab6 {
 namespace {
 
+using course::sm80::cp_async_16;
+using course::sm80::cp_async_commit;
+using course::sm80::cp_async_wait;
+using course::sm80::exp2_approx;
+using course::sm80::load_b_fragments_k;
+using course::sm80::load_b_fragments_v;
+using course::sm80::mma_16x8x16;
+using course::sm80::pack_pair;
+using course::sm80::smem_address;
+using course::sm80::tile_offset;
+
 // ---------------------------------------------------------------------------------------------
 // Configuration (given).
 
 constexpr int kThreads = 128;  // 4 warps per CTA
-[[maybe_unused]] constexpr int kWarps = kThreads / 32;
-constexpr int kTileRows = kPagedMaxQueryRows;  // 16: the most query rows one CTA holds
+constexpr int kWarps = kThreads / 32;
+constexpr int kBlockRows = 16;                // m of mma.m16n8k16: the packed rows of one row block
+constexpr int kTileRows = kWarps * kBlockRows;  // 64: the most packed rows one CTA holds
+constexpr int kTileKeys = 64;                 // keys per K/V tile
 
-template <typename T, int D, int NQ>
+// The ring of K/V tiles in shared memory: kRingStages tiles in flight (one read, the rest loading).
+// At d = 128 a tile of K and V is 32 KB: 3 of them are 96 KB a CTA, within the 99 KB that every
+// GPU from sm_80 on gives a block, and two CTAs fit on an H100's or H200's SM (228 KB); at
+// d = 64, 4 tiles of 16 KB.
+template <int D>
+constexpr int kRingStages = D == 64 ? 4 : 3;
+template <typename T, int D>
+constexpr int kRingBytes = kRingStages<D> * 2 * kTileKeys * D * static_cast<int>(sizeof(T));
+
+// kRowBlocks: row blocks of 16 packed rows in this CTA's tile (1, 2 or 4).
+template <typename T, int D, int kRowBlocks>
 struct PagedConfig {
   static_assert(D == 64 || D == 128, "head dimension must be 64 or 128");
   static_assert(sizeof(T) == 2, "bf16 or fp16");
-  static constexpr int kElems = 8;                         // E: 16-bit elements per 16-byte load
-  static constexpr int kLanesPerKey = D / kElems;          // G: 8 or 16 lanes read one row
-  static constexpr int kGroups = kThreads / kLanesPerKey;  // rows read at once per CTA
-  static constexpr int kUnroll = NQ > 4 ? 2 : 4;           // U: rows per group per step
-  static constexpr int kKeysPerStep = kGroups * kUnroll;
+  static_assert(kWarps % kRowBlocks == 0, "the warps split evenly over the row blocks");
+  static constexpr int kSlices = kWarps / kRowBlocks;        // warps per row block: they split the keys
+  static constexpr int kSliceKeys = kTileKeys / kSlices;     // 16, 32 or 64 keys per warp and tile
+  static constexpr int kKeyBlocks = kSliceKeys / 8;          // n = 8 blocks of S per warp
+  static constexpr int kDimBlocks = D / 8;                   // n = 8 blocks of O per warp
+  static constexpr int kStages = kRingStages<D>;
+  static constexpr int kPiecesPerRow = D / 8;                // 16-byte pieces of one K or V row
+  static constexpr int kRowsPerPass = kThreads / kPiecesPerRow;     // rows the CTA copies at once
+  static constexpr int kRowsPerThread = kTileKeys / kRowsPerPass;  // 4 (d = 64) or 8 (d = 128)
+  static constexpr int kTileElems = kTileKeys * D;
+  static constexpr int kSmemBytes = kRingBytes<T, D>;
+  // After the key loop the ring is reused for the warps' O (fp32) before their merge.
+  static_assert(kWarps * kBlockRows * D * 4 <= kSmemBytes, "the warps' O fits in the ring");
 };
 
 struct PagedParams {
@@ -98,49 +138,113 @@ struct PagedMergeParams {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Device helpers (given). course/gpu.hpp has load16, load_shared, group_sum and store_one.
+// Device helpers (given). course/gpu.hpp has store_one; course/mma_sm80.cuh the fragment loads.
 
-// Packed row r of a CTA's tile -> (which head of the CTA's heads, which new query row).
+// Packed row r of a CTA's rows -> (which head of the CTA's heads, which new query row).
 [[maybe_unused]] __device__ __forceinline__ void unpack_row(int r, int nq, int heads_per_cta, int& head, int& query) {
   (void)heads_per_cta;
   head = r / nq;
   query = r % nq;
 }
 
-// ---------------------------------------------------------------------------------------------
-// The page lookup: the element offset, in the pool, of row `key` of sequence b's KV head kvh.
-
-[[maybe_unused]] __device__ __forceinline__ std::int64_t key_row(const int* block_table, int max_pages, int page_shift, int h_kv,
-                                                int b, int kvh, int key, int d) {
-  std::int64_t offset = 0;
-  // TODO: key_row (the page of key `key`, then its row in that page; see the lab README)
-  // Page j / page_size of sequence b's row of the block table, then row j % page_size of that
-  // page's block for KV head kvh. Everything in int64: a pool of a few GB has more elements
-  // than an int counts.
-  return offset;
+// The A fragments of Q for one row block (mma_sm80.cuh's layout: this lane holds rows g and g + 8,
+// columns 2t, 2t + 1, 2t + 8 and 2t + 9 of every 16 columns). Q is read once per CTA, so it goes
+// straight from global memory into registers. row_g and row_g8 point at the two rows; nullptr is
+// a padding row of the block (past the packed rows), which is zeros.
+template <int D, typename T>
+__device__ __forceinline__ void load_q_fragments(uint32_t (&q)[D / 16][4], const T* row_g, const T* row_g8, int lane) {
+  const int t = lane % 4;
+  auto pair = [](const T* row, int col) -> uint32_t {
+    return row != nullptr ? *reinterpret_cast<const uint32_t*>(row + col) : 0u;
+  };
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk) {
+    q[kk][0] = pair(row_g, 16 * kk + 2 * t);
+    q[kk][1] = pair(row_g8, 16 * kk + 2 * t);
+    q[kk][2] = pair(row_g, 16 * kk + 2 * t + 8);
+    q[kk][3] = pair(row_g8, 16 * kk + 2 * t + 8);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
-// The split kernel. Grid: (num_splits, B * H_kv * tiles_per_group... see launch_paged): x the
-// split, y the (sequence, KV head, group of heads_per_cta query heads), z the 16-row tile of
-// those heads' packed rows.
+// The page lookup, in two steps: the page of a key (one read of the block table), then the
+// element offset, in the pool, of that key's row for KV head kvh. key_row does both.
 
-template <typename T, int D, int NQ>
-__global__ void __launch_bounds__(kThreads) paged_split_kernel(const PagedParams p) {
+[[maybe_unused]] __device__ __forceinline__ int page_of(const int* block_table, int max_pages, int page_shift, int b, int key) {
+  int page = 0;
+  // TODO: page_of (the page that holds key `key` of sequence b; see the lab README)
+  // Column j / page_size of sequence b's row of the block table.
+  return page;
+}
+
+[[maybe_unused]] __device__ __forceinline__ std::int64_t pool_offset(int page, int h_kv, int kvh, int page_shift, int key, int d) {
+  std::int64_t offset = 0;
+  // TODO: pool_offset (the element offset of the key's row in its page; see the lab README)
+  // Row j % page_size of the page's block for KV head kvh. Everything in int64: a pool of a few
+  // GB has more elements than an int counts.
+  return offset;
+}
+
+[[maybe_unused]] __device__ __forceinline__ std::int64_t key_row(const int* block_table, int max_pages, int page_shift, int h_kv,
+                                                int b, int kvh, int key, int d) {
+  return pool_offset(page_of(block_table, max_pages, page_shift, b, key), h_kv, kvh, page_shift, key, d);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Loading K/V tiles: the copies of one tile, and the page indices they need one tile ahead.
+// Thread `tid` copies the 16-byte piece tid % kPiecesPerRow of the rows tid / kPiecesPerRow +
+// i * kRowsPerPass (i < kRowsPerThread) of the tile, in K and in V.
+
+// The pool page of each row this thread copies in the tile that starts at key tile_key0 (0 for a
+// key at or past key_end: it is not read).
+template <class Cfg>
+__device__ __forceinline__ void look_up_pages(int (&pages)[Cfg::kRowsPerThread], const PagedParams& p, int b,
+                                              int tile_key0, int key_end) {
+  // TODO: look_up_pages (one block-table read per key row; see the lab README)
+}
+
+// Starts the copy of the tile at key tile_key0 into the ring's buffers k_s and v_s (row-major,
+// swizzled as lab 5's tiles, so that ldmatrix reads them without bank conflicts). Rows of keys at
+// or past key_end are zero-filled and never read: past a sequence's length the cache holds stale
+// rows (NaN in the grader), and 0 * NaN would be NaN in P V.
+template <class Cfg, typename T, int D>
+__device__ __forceinline__ void copy_kv_tile(T* k_s, T* v_s, const int (&pages)[Cfg::kRowsPerThread],
+                                             const PagedParams& p, int kvh, int tile_key0, int key_end) {
+  // TODO: copy_kv_tile (cp.async of this thread's pieces of K and V; see the lab README)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The split kernel. Grid: x the split, y the (sequence, group of heads_per_cta query heads: one KV
+// head), z the tile of up to 64 of those heads' packed rows (see launch_paged).
+
+template <typename T, int D, int kRowBlocks>
+__global__ void __launch_bounds__(kThreads, 2) paged_split_kernel(const PagedParams p) {
   // TODO: paged_split_kernel (see the lab README)
   // This split's keys: the sequence's length clamped into [0, capacity], cut as in part 1.
   // New row i sees keys j <= i + diag (bottom-right: the last new row sees the whole length).
-  // Algorithm 1 line 8, once: stage the tile's query rows (pre-multiplied by scale * log2(e));
-  // row r of the tile is head
-  // h0 + head, new row `query` (unpack_row), and its partial result goes to the same row of O.
-  // Line 2, per group and row: m = -inf, l = 0, O = 0; and each row's new-row index.
-    // Lines 5-6: every load of the step first. Each key row's address goes through the block
-    // table by itself: a step's keys may lie in several pages.
-  // Lines 9-12 above are part 1's (scores, masks, the online softmax in FA2's form). The groups'
-  // states are merged as in part 1 (line 11's combine): across the groups of a warp, then the
-  // 4 warps.
-  // Lines 12-13 for this chunk: the partial O_s (divided by l once) and LSE_s of each row of the
-  // tile, at that row's place in [B, H_q, Nq]: the merge then writes O in the API's layout.
+  // The two packed rows whose accumulators this lane holds (rows g and g + 8 of its row block,
+  // mma_sm80.cuh's C layout): their Q rows (nullptr: a padding row) and new-row indices.
+  // Algorithm 1 line 8, once: Q's A fragments, in registers for the whole loop.
+  // Line 2: m = -inf, l = 0, O = 0 for this lane's two rows (l is this lane's share of the row
+  // sum; the 4 lanes of a row add theirs at the end).
+  // Lines 5-6, as a pipeline: tiles 0 .. kStages - 2 are started before the loop; iteration
+  // `tile` starts tile + kStages - 1 into the buffer that tile - 1 used, then reads `tile`. Page
+  // indices are looked up one tile ahead of the copies that need them.
+    // Line 9: S = Q K^T for this warp's slice of the tile's keys, on tensor cores.
+    // Lines 10-11 in FA2's form: S into log2 units (times scale * log2(e)); the masks (keys past
+    // the split's end; causal: past the row's diagonal), tested only in a tile that reaches
+    // past key_end or past diag, the diagonal of new row 0 (in every other tile no key is
+    // masked; the test is the same for the whole CTA, so the branch does not diverge); then per
+    // row h the new maximum over the 4 lanes of the row, l and O rescaled by exp2(m_old - m_new),
+    // and P = exp2(S - m_new). A row that has seen no key yet keeps m = -inf and uses 0 as its
+    // reference: exp2(-inf - 0) = 0, never -inf - (-inf).
+    // Line 12: O += P V. The accumulators of S, exponentiated and rounded to T, are P's A
+    // fragments (lab 5's "P in registers"); l adds P before rounding, in fp32.
+  // Line 11's combine across the warps of a row block (their slices of the keys): each warp
+  // writes its (m, l, O) to shared memory, in the ring (no copy is in flight any more).
+  // Lines 12-13 for this chunk: the partial O_s (divided by l once) and LSE_s of each packed
+  // row, at that row's place in [B, H_q, Nq]: the merge then writes O in the API's layout.
+  // Padding rows (r >= tile_rows) are not written.
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -198,25 +302,30 @@ int heads_per_cta(const PagedCall& call) { return call.group; }
 
 int row_tiles(int heads, int nq) { return (heads * nq + kTileRows - 1) / kTileRows; }
 
-template <typename T, int D, int NQ>
+template <typename T, int D, int kRowBlocks>
 void launch_paged(const PagedParams& params, int B, cudaStream_t stream) {
+  constexpr int smem_bytes = kRingBytes<T, D>;
+  const auto kernel = paged_split_kernel<T, D, kRowBlocks>;
+  require_shared_memory(smem_bytes, "lab6::paged_split_kernel");
+  // Above 48 KB a kernel must opt in to its dynamic shared memory.
+  check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes),
+             "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
   const dim3 grid(static_cast<unsigned>(params.num_splits),
                   static_cast<unsigned>(B * (params.h_q / params.heads_per_cta)),
                   static_cast<unsigned>(row_tiles(params.heads_per_cta, params.nq)));
-  paged_split_kernel<T, D, NQ><<<grid, kThreads, 0, stream>>>(params);
+  kernel<<<grid, kThreads, smem_bytes, stream>>>(params);
   check_cuda(cudaGetLastError(), "paged_split_kernel<<<...>>> launch");
 }
 
-// The tile's rows rounded up to the compiled row counts 1, 4 and 16.
+// Row blocks of 16 per CTA: the tile's packed rows rounded up to 16, 32 or 64.
+int row_blocks(int rows) { return rows <= kBlockRows ? 1 : rows <= 2 * kBlockRows ? 2 : 4; }
+
 template <typename T, int D>
 void launch_paged_for_rows(const PagedParams& params, int B, cudaStream_t stream) {
-  const int rows = std::min(kTileRows, params.heads_per_cta * params.nq);
-  if (rows == 1) {
-    launch_paged<T, D, 1>(params, B, stream);
-  } else if (rows <= 4) {
-    launch_paged<T, D, 4>(params, B, stream);
-  } else {
-    launch_paged<T, D, kTileRows>(params, B, stream);
+  switch (row_blocks(std::min(kTileRows, params.heads_per_cta * params.nq))) {
+    case 1: return launch_paged<T, D, 1>(params, B, stream);
+    case 2: return launch_paged<T, D, 2>(params, B, stream);
+    default: return launch_paged<T, D, 4>(params, B, stream);
   }
 }
 
@@ -236,19 +345,26 @@ void launch_paged_merge(const PagedMergeParams& params, cudaStream_t stream) {
   check_cuda(cudaGetLastError(), "paged_merge_kernel<<<...>>> launch");
 }
 
+// CTAs of the split kernel that fit on one SM (shared memory and registers decide).
+template <typename T, int D, int kRowBlocks>
+int resident_ctas_of() {
+  constexpr int smem_bytes = kRingBytes<T, D>;
+  const auto kernel = paged_split_kernel<T, D, kRowBlocks>;
+  check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes),
+             "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
+  int n = 0;
+  check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, kThreads, smem_bytes),
+             "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  return std::max(n, 1);
+}
+
 template <typename T, int D>
 int resident_ctas(int rows) {
-  int n = 0;
-  const char* what = "cudaOccupancyMaxActiveBlocksPerMultiprocessor";
-  if (rows == 1) {
-    check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, paged_split_kernel<T, D, 1>, kThreads, 0), what);
-  } else if (rows <= 4) {
-    check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, paged_split_kernel<T, D, 4>, kThreads, 0), what);
-  } else {
-    check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, paged_split_kernel<T, D, kTileRows>, kThreads, 0),
-               what);
+  switch (row_blocks(rows)) {
+    case 1: return resident_ctas_of<T, D, 1>();
+    case 2: return resident_ctas_of<T, D, 2>();
+    default: return resident_ctas_of<T, D, 4>();
   }
-  return std::max(n, 1);
 }
 
 int device_sm_count() {

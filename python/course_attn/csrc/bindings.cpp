@@ -140,19 +140,28 @@ void check_same_dtype(const at::Tensor& a, const at::Tensor& b, const char* name
   }
 }
 
+// The checks every call makes of its query and its keys and values (named k_name and v_name: k
+// and v, or a decode's k_cache and v_cache): each a kernel's tensor, all three on q's device and
+// of q's dtype, the keys and values of one shape.
+void check_query_keys_values(const at::Tensor& q, const at::Tensor& k, const char* k_name, const at::Tensor& v,
+                             const char* v_name, const std::string& function) {
+  check_tensor(q, "q", function);
+  check_tensor(k, k_name, function);
+  check_tensor(v, v_name, function);
+  check_same_device(q, k, k_name, function);
+  check_same_device(q, v, v_name, function);
+  check_same_dtype(q, k, k_name, function);
+  check_same_dtype(q, v, v_name, function);
+  if (k.sizes() != v.sizes()) {
+    bad_value(function, std::string(k_name) + " and " + v_name + " must have the same shape, got " +
+                            sizes_text(k) + " and " + sizes_text(v));
+  }
+}
+
 // q [B, H, Nq, d], k and v [B, H, Nk, d], all on one device, of one dtype.
 course::AttentionShape attention_shape(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                        const std::string& function) {
-  check_tensor(q, "q", function);
-  check_tensor(k, "k", function);
-  check_tensor(v, "v", function);
-  check_same_device(q, k, "k", function);
-  check_same_device(q, v, "v", function);
-  check_same_dtype(q, k, "k", function);
-  check_same_dtype(q, v, "v", function);
-  if (k.sizes() != v.sizes()) {
-    bad_value(function, "k and v must have the same shape, got " + sizes_text(k) + " and " + sizes_text(v));
-  }
+  check_query_keys_values(q, k, "k", v, "v", function);
   if (q.size(0) != k.size(0) || q.size(1) != k.size(1) || q.size(3) != k.size(3)) {
     bad_value(function, "q " + sizes_text(q) + " and k " + sizes_text(k) +
                             " must agree in B, H and d (q is [B, H, Nq, d], k and v [B, H, Nk, d])");
@@ -315,18 +324,8 @@ Tensors2 lab6_decode(const at::Tensor& q, const at::Tensor& k_cache, const at::T
                      const std::optional<at::Tensor>& k_new, const std::optional<at::Tensor>& v_new,
                      int64_t num_splits, bool check) {
   const std::string f = "decode";
-  check_tensor(q, "q", f);
-  check_tensor(k_cache, "k_cache", f);
-  check_tensor(v_cache, "v_cache", f);
-  check_same_device(q, k_cache, "k_cache", f);
-  check_same_device(q, v_cache, "v_cache", f);
-  check_same_dtype(q, k_cache, "k_cache", f);
-  check_same_dtype(q, v_cache, "v_cache", f);
+  check_query_keys_values(q, k_cache, "k_cache", v_cache, "v_cache", f);
   const course::DType dtype = course_dtype(q, f, "lab 6's paged decoding", torch_dtypes(course::lab6::kLab6PagedRules));
-  if (k_cache.sizes() != v_cache.sizes()) {
-    bad_value(f, "k_cache and v_cache must have the same shape, got " + sizes_text(k_cache) + " and " +
-                     sizes_text(v_cache));
-  }
   if (k_cache.size(3) != q.size(3)) {
     bad_value(f, "k_cache " + sizes_text(k_cache) + " must be [num_pages, H_kv, page_size, d] with q's d = " +
                      std::to_string(q.size(3)));
