@@ -1,11 +1,12 @@
-// bench_backward: lab 7's GPU backward pass (and lab 9's Hopper backward where it is built and the
-// GPU is an H100 or H200), timed, next to lab 5's forward (and lab 8's, on an H100 or H200) on the
+// bench_backward: lab 7's GPU backward pass (and lab 9's Hopper backward, atomic and deterministic
+// dQ, where it is built and the GPU is an H100 or H200), timed, next to lab 5's forward (and lab 8's, on an H100 or H200) on the
 // same shapes (the FA1 paper's forward + backward view), in the configurations of bench_attention: bf16,
 // B * N = 16k tokens, H * d = 2048, d in {64, 128}, N in {1k, 2k, 4k, 8k} (quick: 1k and 4k),
 // causal and not.
 //
 //   bench_backward --out results.csv [--quick] [--budget-s 120] [--max-reps 20]
-//                  [--impls lab5,lab8,lab7,lab7-cuda-cores,lab9] [--ds 64,128] [--ns 4096] [--causal 0,1]
+//                  [--impls lab5,lab8,lab7,lab7-cuda-cores,lab9,lab9-deterministic] [--ds 64,128]
+//                  [--ns 4096] [--causal 0,1]
 //
 // --impls, --ds, --ns and --causal keep only those rows (tools/profile runs one kernel so).
 //
@@ -64,6 +65,16 @@ bool contains(const std::vector<std::string>& list, const std::string& x) {
   return std::find(list.begin(), list.end(), x) != list.end();
 }
 
+// The backward's workspace: lab 7's, or lab 9's where it is built (it adds the deterministic
+// mode's turn counters).
+std::size_t workspace_bytes(const course::AttentionShape& shape) {
+#if COURSE_HAVE_LAB9
+  return std::max(course::lab7::backward_workspace_bytes(shape), course::lab9::backward_workspace_bytes(shape));
+#else
+  return course::lab7::backward_workspace_bytes(shape);
+#endif
+}
+
 // The first call (untimed), then bench::sized_median_ms.
 float measure(const std::function<void()>& call, cudaStream_t stream, int max_reps, int& reps) {
   call();
@@ -77,7 +88,7 @@ int main(int argc, char** argv) {
   bool quick = false;
   double budget_s = 1e9;
   int max_reps = 20;
-  std::vector<std::string> impls = {"lab5", "lab8", "lab7", "lab7-cuda-cores", "lab9"};
+  std::vector<std::string> impls = {"lab5", "lab8", "lab7", "lab7-cuda-cores", "lab9", "lab9-deterministic"};
   std::vector<int> ds = {64, 128}, ns, causals = {0, 1};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -140,7 +151,7 @@ int main(int argc, char** argv) {
         };
         try {
           DeviceBuffer q(elems * 2), k(elems * 2), v(elems * 2), o(elems * 2), dout(elems * 2), dq(elems * 2),
-              dk(elems * 2), dv(elems * 2), lse(rows * 4), workspace(course::lab7::backward_workspace_bytes(shape));
+              dk(elems * 2), dv(elems * 2), lse(rows * 4), workspace(workspace_bytes(shape));
           course::fill_normal(q.as<__nv_bfloat16>(), std::int64_t(elems), 1);
           course::fill_normal(k.as<__nv_bfloat16>(), std::int64_t(elems), 2);
           course::fill_normal(v.as<__nv_bfloat16>(), std::int64_t(elems), 3);
@@ -199,12 +210,17 @@ int main(int argc, char** argv) {
             });
           }
 #if COURSE_HAVE_LAB9
-          // Lab 9, the Hopper backward (sm_90a).
-          time_row("lab9", "backward", bwd_flops, [&] {
-            course::lab9::flash_attention_backward(q.get(), k.get(), v.get(), o.get(), dout.get(),
-                                                   lse.as<float>(), dq.get(), dk.get(), dv.get(),
-                                                   course::DType::bf16, shape, bo);
-          });
+          // Lab 9, the Hopper backward (sm_90a), with dQ by atomics and with options.deterministic
+          // (lab9-deterministic: the K/V tiles add into dQ in turn).
+          for (auto [impl, deterministic] : {std::pair{"lab9", false}, std::pair{"lab9-deterministic", true}}) {
+            course::lab7::BackwardGpuOptions options = bo;
+            options.deterministic = deterministic;
+            time_row(impl, "backward", bwd_flops, [&] {
+              course::lab9::flash_attention_backward(q.get(), k.get(), v.get(), o.get(), dout.get(),
+                                                     lse.as<float>(), dq.get(), dk.get(), dv.get(),
+                                                     course::DType::bf16, shape, options);
+            });
+          }
 #endif
         } catch (const std::exception& e) {
           std::string what = e.what();

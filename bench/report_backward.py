@@ -3,7 +3,7 @@
 
 Usage: report_backward.py BASE GPU COMMIT CSV...   (run-bench --backward calls it)
 Reads the rows of bench_backward (lab 5's forward, lab 7's backward on tensor cores and on CUDA
-cores, and on an H100 or H200 lab 8's forward and lab 9's backward) and bench_torch_backward.py (PyTorch SDPA's flash and cuDNN backends, forward and
+cores, and on an H100 or H200 lab 8's forward and lab 9's backward, atomic and deterministic dQ) and bench_torch_backward.py (PyTorch SDPA's flash and cuDNN backends, forward and
 backward) and writes BASE.csv (the rows that measured ok), BASE.md and, with matplotlib, BASE.png:
 backward TFLOP/s against N (top row) and forward + backward (bottom row), one column per (d, causal).
 
@@ -22,14 +22,16 @@ PAIRS = [("course: lab 5 + lab 7 (tensor cores)", "lab5", "lab7"),
          ("PyTorch flash (FA2)", "torch:flash", "torch:flash"),
          ("PyTorch cuDNN", "torch:cudnn", "torch:cudnn")]
 # One colour per implementation in both rows of the picture (by the backward's impl).
-COLOURS = {"lab7": "tab:blue", "lab7-cuda-cores": "tab:orange", "lab9": "tab:purple", "torch:flash": "tab:green",
-           "torch:cudnn": "tab:red"}
+COLOURS = {"lab7": "tab:blue", "lab7-cuda-cores": "tab:orange", "lab9": "tab:purple", "lab9-deterministic": "tab:pink",
+           "torch:flash": "tab:green", "torch:cudnn": "tab:red"}
 # The backward implementations, in the table's and the picture's order.
 BACKWARDS = [("lab7", "lab7 bwd", "lab 7, tensor cores"), ("lab7-cuda-cores", "lab7 cc bwd", "lab 7, CUDA cores"),
-             ("lab9", "lab9 bwd", "lab 9, Hopper (wgmma)"), ("torch:flash", "torch:flash bwd", "PyTorch flash (FA2)"),
+             ("lab9", "lab9 bwd", "lab 9, Hopper (wgmma)"),
+             ("lab9-deterministic", "lab9 det bwd", "lab 9, deterministic dQ"),
+             ("torch:flash", "torch:flash bwd", "PyTorch flash (FA2)"),
              ("torch:cudnn", "torch:cudnn bwd", "PyTorch cuDNN")]
 # (numerator, denominator) of the backward ratios in the table.
-RATIOS = [("lab7", "torch:flash"), ("lab9", "torch:flash"), ("lab9", "torch:cudnn")]
+RATIOS = [("lab7", "torch:flash"), ("lab9", "torch:flash"), ("lab9", "torch:cudnn"), ("lab9-deterministic", "lab9")]
 FORWARDS = [("lab5", "lab5 fwd"), ("lab8", "lab8 fwd"), ("torch:flash", "flash fwd")]
 
 
@@ -67,17 +69,25 @@ def markdown(rows, gpu, commit):
     ratios = [(a, b) for a, b in RATIOS if present(rows, a, "backward") and present(rows, b, "backward")]
     forwards = [f for f in FORWARDS if present(rows, f[0], "forward")]
     pairs = [p for p in PAIRS if present(rows, p[1], "forward") and present(rows, p[2], "backward")]
-    short = {"torch:flash": "flash", "torch:cudnn": "cuDNN"}
+    short = {"torch:flash": "flash", "torch:cudnn": "cuDNN", "lab9-deterministic": "lab9 det"}
     pair_short = {"lab5": "lab 5 + 7", "lab8": "lab 8 + 9", "torch:flash": "flash", "torch:cudnn": "cuDNN"}
-    header = (["d", "N", "causal"] + [b[1] for b in backwards] + [f"{a} / {short.get(b, b)}" for a, b in ratios]
+    header = (["d", "N", "causal"] + [b[1] for b in backwards]
+              + [f"{short.get(a, a)} / {short.get(b, b)}" for a, b in ratios]
               + [f[1] for f in forwards] + [f"{pair_short[f]} fwd+bwd" for _, f, _ in pairs])
+    # What each column is, for the implementations this run has.
+    meaning = {"lab7": "lab7 = the course's GPU backward on tensor cores (part 3, mma.sync)",
+               "lab7-cuda-cores": "lab7 cc = on CUDA cores (part 2, fp32 arithmetic)",
+               "lab9": "lab9 = the Hopper backward (wgmma, TMA; H100 and H200 only)",
+               "lab9-deterministic": "lab9 det = the same with options.deterministic (the K/V tiles add into dQ in "
+                                     "turn, the same bits in every run)",
+               "torch:flash": "torch:flash and torch:cudnn = PyTorch SDPA's backends, timed in the same run, their "
+                              "backward as torch.autograd.grad(o, (q, k, v), dO), which adds nothing into q.grad, "
+                              "k.grad or v.grad (bench/bench_torch_backward.py)"}
+    described = "; ".join(text for impl, text in meaning.items()
+                          if present(rows, impl, "backward") or (impl == "torch:flash" and present(rows, "torch:cudnn", "backward")))
     lines = [f"# Backward pass: TFLOP/s, {gpu} (commit {commit})", "",
              "bf16, B * N = 16k tokens, H * d = 2048. FLOPs: forward 4 B H N^2 d, backward 2.5x that, halved "
-             "when causal. lab7 = the course's GPU backward on tensor cores (part 3, mma.sync); lab7 cc = on CUDA "
-             "cores (part 2, fp32 arithmetic); lab9 = the Hopper backward (wgmma, TMA; H100 and H200 only); "
-             "torch:flash and torch:cudnn = PyTorch SDPA's backends, timed in the "
-             "same run, their backward as torch.autograd.grad(o, (q, k, v), dO), which adds nothing into q.grad, "
-             "k.grad or v.grad (bench/bench_torch_backward.py). Ratios are of backward TFLOP/s. fwd+bwd = both "
+             f"when causal. {described}. Ratios are of backward TFLOP/s. fwd+bwd = both "
              "passes' FLOPs over both passes' times (the course: lab 5's forward with lab 7's backward, and lab "
              "8's with lab 9's).", "",
              "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]

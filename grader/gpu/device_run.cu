@@ -30,6 +30,17 @@ __global__ void spin_kernel(const volatile int* release, unsigned long long ns) 
   } while (*release == 0 && now - start < ns);
 }
 
+// One CTA of hold_sms: spins for `ns` nanoseconds of GPU time (its shared memory is only taken,
+// never used).
+__global__ void hold_sm_kernel(unsigned long long ns) {
+  extern __shared__ unsigned char unused[];
+  unsigned long long start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < ns);
+}
+
 // The longest the default stream is kept busy: longer than any correct kernel of the graders'
 // shapes plus the reads. The host releases it as soon as it has the results, so a run costs
 // this much only when something is wrong.
@@ -98,6 +109,15 @@ class GuardedBuffer {
 };
 
 }  // namespace
+
+void hold_sms(int sms, unsigned long long ns, cudaStream_t stream) {
+  // 160 KiB of shared memory per CTA: one CTA per SM, and none of lab 9's (130-150 KiB) beside it.
+  constexpr int kSharedBytes = 160 * 1024;
+  check_cuda(cudaFuncSetAttribute(hold_sm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes),
+             "cudaFuncSetAttribute(hold_sm_kernel)");
+  hold_sm_kernel<<<sms, 32, kSharedBytes, stream>>>(ns);
+  check_cuda(cudaGetLastError(), "hold_sm_kernel<<<...>>> launch");
+}
 
 Run run_guarded(const std::vector<std::span<const std::uint8_t>>& inputs,
                 const std::vector<std::size_t>& output_bytes, const LaunchOnBuffers& launch) {

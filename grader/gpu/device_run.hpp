@@ -58,6 +58,13 @@ Result run_kernel(const gpu_wire::KernelCall& call, const std::vector<std::uint8
                   const std::vector<std::uint8_t>& k, const std::vector<std::uint8_t>& v,
                   const Launch& launch);
 
+// Launches, on `stream`, a kernel that holds `sms` streaming multiprocessors for about `ns`
+// nanoseconds (one CTA on each, with enough shared memory that no CTA of a lab's kernel fits
+// beside it), and returns at once: a kernel launched next on another stream gets the other SMs
+// first, and its CTAs run in other places and at other times than on an idle GPU (lab 9's
+// deterministic-mode check).
+void hold_sms(int sms, unsigned long long ns, cudaStream_t stream);
+
 // Calls `launch` on a 1 MiB device buffer standing in for every pointer (null where asked), for
 // the checks that bad arguments are rejected before anything runs.
 void call_with_dummy_buffers(const std::function<void(void* buffer)>& launch);

@@ -26,6 +26,12 @@ struct KernelCall {
   std::size_t lse_elements() const { return std::size_t(B) * H * Nq; }
 };
 
+// What runs beside a call of lab 9's deterministic mode (the "flash_attention_backward.deterministic"
+// request's last byte, grader/lab7_backward/backward_handlers.hpp): nothing but the harness's busy
+// default stream, or a kernel launched just before it on another stream that holds half of the
+// GPU's SMs, or all but 8, for 2 ms (gpu_lab::hold_sms).
+enum class Beside : std::uint8_t { nothing, half_the_sms, all_but_8_sms };
+
 inline void put_call(isolation::Packet& p, const KernelCall& c) {
   for (int v : {c.B, c.H, c.Nq, c.Nk, c.d, c.version}) p.put<std::int32_t>(v);
   p.put(c.dtype);

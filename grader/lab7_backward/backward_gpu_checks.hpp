@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -77,9 +78,25 @@ struct GpuRun {
   std::string about;                       // the kernel, shape and inputs, for messages
 };
 
+// How a run is called: as every check does, or in lab 9's deterministic mode
+// (options.deterministic) with something beside it on the GPU.
+struct RunMode {
+  bool deterministic = false;
+  gpu_wire::Beside beside = gpu_wire::Beside::nothing;  // deterministic mode only
+};
+
+inline std::string describe_mode(const RunMode& mode) {
+  if (!mode.deterministic) return "";
+  using gpu_wire::Beside;
+  return std::string(", deterministic mode, ") +
+         (mode.beside == Beside::nothing        ? "nothing else on the GPU"
+          : mode.beside == Beside::half_the_sms ? "half the SMs held by another kernel"
+                                                : "all but 8 SMs held by another kernel");
+}
+
 // flash_attention_backward<T> with `kernel` on one problem, run in the lab process.
 template <class T>
-GpuRun run_gpu(const GpuProblem& g, std::uint64_t seed, Kernel kernel) {
+GpuRun run_gpu(const GpuProblem& g, std::uint64_t seed, Kernel kernel, const RunMode& mode = {}) {
   gpu_grading::require_device();
   const Problem p = head_problem(g);
   const DType dtype = gpu_dtype<T>();
@@ -104,13 +121,16 @@ GpuRun run_gpu(const GpuProblem& g, std::uint64_t seed, Kernel kernel) {
   isolation::Packet args;
   gpu_wire::put_call(args, call);
   for (const auto& b : bytes) gpu_wire::put_bytes(args, b);
-  auto reply = isolation::lab().call("flash_attention_backward", args);
+  if (mode.deterministic) args.put(mode.beside);
+  auto reply = isolation::lab().call(
+      mode.deterministic ? "flash_attention_backward.deterministic" : "flash_attention_backward", args);
   std::vector<std::vector<double>> out;  // dQ dK dV
   for (int i = 0; i < 3; ++i) out.push_back(gpu_grading::to_doubles(dtype, gpu_wire::get_bytes(reply.results)));
   const bool inputs_unchanged = reply.results.get<std::uint8_t>() != 0;
   const bool wrote_only_outputs = reply.results.get<std::uint8_t>() != 0;
   const std::string about = std::string(kernel == Kernel::tensor_cores ? "tensor cores" : "CUDA cores") +
-                            ", B=" + std::to_string(g.B) + " H=" + std::to_string(g.H) + ", " + describe(p, seed);
+                            describe_mode(mode) + ", B=" + std::to_string(g.B) + " H=" + std::to_string(g.H) + ", " +
+                            describe(p, seed);
   if (!wrote_only_outputs)
     throw std::runtime_error("flash_attention_backward wrote outside dQ, dK and dV (into the guard zone around a buffer; " +
                              about + ")");
@@ -121,11 +141,9 @@ GpuRun run_gpu(const GpuProblem& g, std::uint64_t seed, Kernel kernel) {
   return {std::move(x), std::move(out), about};
 }
 
-// flash_attention_backward<T> with `kernel` on one problem against the fp64 reference, every head
-// in its band.
+// What one run computed against the fp64 reference, every head in its band.
 template <class T>
-bool check_gpu(const GpuProblem& g, std::uint64_t seed, Kernel kernel = Kernel::cuda_cores) {
-  const GpuRun run = run_gpu<T>(g, seed, kernel);
+bool check_run(const GpuProblem& g, std::uint64_t seed, const GpuRun& run, Kernel kernel) {
   const Problem p = head_problem(g);
   bool ok = true;
   for (int h = 0; h < g.B * g.H; ++h) {
@@ -141,6 +159,13 @@ bool check_gpu(const GpuProblem& g, std::uint64_t seed, Kernel kernel = Kernel::
   return ok;
 }
 
+// flash_attention_backward<T> with `kernel` on one problem against the fp64 reference, every head
+// in its band.
+template <class T>
+bool check_gpu(const GpuProblem& g, std::uint64_t seed, Kernel kernel = Kernel::cuda_cores) {
+  return check_run<T>(g, seed, run_gpu<T>(g, seed, kernel), kernel);
+}
+
 // Two runs on the same inputs give the same dK and dV, bit for bit, and are right. Each K/V tile's
 // dK and dV are summed by one CTA in a fixed order, so any difference is a race (a missing
 // barrier, or a tile read while another warp still writes it). dQ is left out: it is summed
@@ -154,6 +179,50 @@ void check_gpu_deterministic(const GpuProblem& g, std::uint64_t seed, Kernel ker
                   "two runs on the same inputs gave different dK or dV: a race (a missing "
                   "__syncthreads, or a read of shared memory another warp is still writing)");
   check_gpu<T>(g, seed, kernel);
+}
+
+// Lab 9's deterministic mode: four calls on the same inputs -- alone, with half the SMs held by
+// another kernel, with all but 8 of them held, alone again -- give dQ, dK and dV equal bit for
+// bit, and the first is right. Holding SMs changes where and when the CTAs run, so atomics in
+// whatever order they come (the turn not waited for) add dQ's shares in another order, and fp32
+// addition rounds differently: over many K/V tiles and many rows some dQ element changes its
+// last bit after the rounding to 16 bits.
+template <class T>
+void check_gpu_deterministic_dq(const GpuProblem& g, std::uint64_t seed, Kernel kernel) {
+  using gpu_wire::Beside;
+  const GpuRun first = run_gpu<T>(g, seed, kernel, {true, Beside::nothing});
+  const char* names[] = {"dQ", "dK", "dV"};
+  for (Beside beside : {Beside::half_the_sms, Beside::all_but_8_sms, Beside::nothing}) {
+    const RunMode mode{true, beside};
+    const GpuRun again = run_gpu<T>(g, seed, kernel, mode);
+    for (int i = 0; i < 3; ++i) {
+      const std::vector<double>& a = first.grads[i];
+      const std::vector<double>& b = again.grads[i];
+      std::size_t differ = 0, at = a.size();
+      for (std::size_t e = 0; e < a.size(); ++e)
+        if (!(a[e] == b[e] || (a[e] != a[e] && b[e] != b[e]))) {  // NaN equals NaN here: bits are compared
+          if (differ++ == 0) at = e;
+        }
+      if (differ == 0) continue;
+      const int rows = i == 0 ? g.Nq : g.Nk;
+      auto exact = [](double x) {  // enough digits to tell two 16-bit values apart
+        char text[32];
+        std::snprintf(text, sizeof text, "%.9g", x);
+        return std::string(text);
+      };
+      grading::expect(false,
+                      {std::string("flash_attention_backward ") + names[i], course::dtype_name<T>(),
+                       {g.B, g.H, rows, g.d}, first.about, seed},
+                      std::string("in deterministic mode two calls on the same inputs gave different ") + names[i] + " (" +
+                          std::to_string(differ) + " elements differ; the first at row " +
+                          std::to_string(at / g.d) + ", column " + std::to_string(at % g.d) + " of [B * H * " +
+                          (i == 0 ? "Nq" : "Nk") + ", d]: " + exact(a[at]) + " then " + exact(b[at]) + describe_mode(mode) +
+                          "): the K/V tiles' shares were added in another order (atomics in the order they "
+                          "come, or a turn passed before the adds were done)");
+      return;
+    }
+  }
+  check_run<T>(g, seed, first, kernel);
 }
 
 // Rejected arguments must throw course::BadInput (the lab process reports it as such).
@@ -176,6 +245,10 @@ bool check_gpu(const GpuProblem&, std::uint64_t, Kernel = Kernel::cuda_cores) {
 }
 template <class T>
 void check_gpu_deterministic(const GpuProblem& g, std::uint64_t seed, Kernel kernel) {
+  check_gpu<T>(g, seed, kernel);
+}
+template <class T>
+void check_gpu_deterministic_dq(const GpuProblem& g, std::uint64_t seed, Kernel kernel) {
   check_gpu<T>(g, seed, kernel);
 }
 #endif

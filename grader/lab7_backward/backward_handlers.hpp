@@ -4,7 +4,8 @@
 // the grader sent, inside grader/gpu/device_run's harness (every input between NaN guard zones,
 // dQ, dK and dV NaN-poisoned, a busy default stream, reads ordered on the lab's stream). The
 // workspace starts as NaN too: a kernel that adds into its dQ accumulator without zeroing it
-// first gets NaN. Lab 9 also answers the speed check's "time" request (add_time).
+// first gets NaN. Lab 9 also answers the speed check's "time" request (add_time) and calls in its
+// deterministic mode (add_deterministic).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -34,13 +35,26 @@ inline course::lab7::BackwardKernel kernel_of(const gpu_wire::KernelCall& c) {
 
 // Request: the call, then Q, K, V, O, dO in the dtype's bits and lse as fp32 bytes. Reply: dQ, dK,
 // dV in the dtype's bits, then "inputs unchanged" and "wrote only dQ, dK, dV" flags.
-template <BackwardFn kBackward, WorkspaceFn kWorkspaceBytes>
+// The deterministic request (lab 9) adds, after lse, a gpu_wire::Beside byte (what runs beside
+// the call) and calls with options.deterministic set.
+template <BackwardFn kBackward, WorkspaceFn kWorkspaceBytes, bool kDeterministic = false>
 void backward(isolation::Packet& args, isolation::Packet& out) {
   using course::check_cuda;
   using course::DeviceBuffer;
   const gpu_wire::KernelCall c = gpu_wire::get_call(args);
   std::vector<std::vector<std::uint8_t>> inputs;
   for (int i = 0; i < 6; ++i) inputs.push_back(gpu_wire::get_bytes(args));  // Q K V O dO lse
+  using gpu_wire::Beside;
+  const Beside beside = kDeterministic ? args.get<Beside>() : Beside::nothing;
+  int sms_held = 0;
+  if (beside != Beside::nothing) {
+    int device = 0, sms = 0;
+    check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+    check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute(SMs)");
+    sms_held = beside == Beside::half_the_sms ? sms / 2 : sms - 8;
+  }
+  cudaStream_t other = nullptr;  // the holding kernel's stream
+  if (sms_held > 0) check_cuda(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking), "cudaStreamCreate");
   const course::AttentionShape shape = shape_of(c);
   const std::size_t q_bytes = std::size_t(c.B) * c.H * c.Nq * c.d * course::dtype_bytes(c.dtype);
   const std::size_t k_bytes = std::size_t(c.B) * c.H * c.Nk * c.d * course::dtype_bytes(c.dtype);
@@ -59,9 +73,12 @@ void backward(isolation::Packet& args, isolation::Packet& out) {
         options.workspace_bytes = workspace_bytes;
         options.stream = stream;
         options.kernel = kernel_of(c);
+        options.deterministic = kDeterministic;
+        if (sms_held > 0) gpu_lab::hold_sms(sms_held, 2'000'000, other);
         kBackward(in[0], in[1], in[2], in[3], in[4], static_cast<const float*>(in[5]), o[0], o[1], o[2], c.dtype,
                   shape, options);
       });
+  if (other) cudaStreamDestroy(other);  // run_guarded waited for the whole device
   for (const auto& bytes : run.outputs) gpu_wire::put_bytes(out, bytes);
   out.put<std::uint8_t>(run.inputs_unchanged);
   out.put<std::uint8_t>(run.wrote_only_outputs);
@@ -108,6 +125,12 @@ template <BackwardFn kBackward, WorkspaceFn kWorkspaceBytes>
 void add(isolation::Registry& r) {
   r.add("flash_attention_backward", backward<kBackward, kWorkspaceBytes>);
   r.add("flash_attention_backward.bad_arguments", bad_arguments<kBackward>);
+}
+
+// Registers "flash_attention_backward.deterministic", for a lab with the deterministic mode (lab 9).
+template <BackwardFn kBackward, WorkspaceFn kWorkspaceBytes>
+void add_deterministic(isolation::Registry& r) {
+  r.add("flash_attention_backward.deterministic", backward<kBackward, kWorkspaceBytes, true>);
 }
 
 // Registers "time", for a lab with speed checks (lab 9).

@@ -273,6 +273,10 @@ struct BackwardRules {
   ForwardRules cuda_cores;          // part 2's kernel
   ForwardRules tensor_cores;        // part 3's kernel
   const char* workspace_bytes = ""; // the function that sizes the workspace, for the messages
+  // The deterministic mode (BackwardGpuOptions::deterministic): 0 where the lab does not offer
+  // it; else the query rows per turn counter in the workspace (at most the kernel's query tile,
+  // so that every tile has its own counter).
+  int turn_counter_rows = 0;
 };
 
 inline constexpr BackwardRules kLab7Rules{
@@ -281,11 +285,13 @@ inline constexpr BackwardRules kLab7Rules{
     .workspace_bytes = "lab7::backward_workspace_bytes"};
 
 // Lab 9's Hopper backward has one kernel, on tensor cores: the tensor_cores rules, and no dtype
-// on CUDA cores (its calls are checked with tensor_cores = true).
+// on CUDA cores (its calls are checked with tensor_cores = true). It offers the deterministic
+// mode: a turn counter per 64 query rows (its query tiles are 64 or 128 rows).
 inline constexpr BackwardRules kLab9Rules{
     .cuda_cores = {"lab9::flash_attention_backward", false, false, false, {0, 0, 0}},
     .tensor_cores = {"lab9::flash_attention_backward", false, true, true, {64, 128, 0}},
-    .workspace_bytes = "lab9::backward_workspace_bytes"};
+    .workspace_bytes = "lab9::backward_workspace_bytes",
+    .turn_counter_rows = 64};
 
 // A backward call after its checks: the forward call whose outputs it reads (o and lse are the
 // backward's inputs, and only read), what the backward adds, and the workspace already cut into
@@ -298,9 +304,13 @@ struct BackwardCall : ForwardCall {
   bool tensor_cores = false;   // which kernel computes the products (part 3's, or part 2's)
   float* dq_accum = nullptr;   // the workspace's dQ accumulator [B*H*Nq, d], fp32
   float* delta = nullptr;      // after it, D_i = rowsum(dO_i o O_i) [B*H*Nq], fp32
+  int* dq_turns = nullptr;     // after D, the turn counters [B*H, query tiles] (rules.turn_counter_rows)
+  bool deterministic = false;  // dQ added in a fixed order (the rules offer it)
 };
 
-// Bytes of the backward's workspace, the fp32 dQ accumulator and D: B*H*Nq * (d + 1) floats.
+// Bytes of the backward's workspace, the fp32 dQ accumulator and D: B*H*Nq * (d + 1) floats; and,
+// where the lab offers the deterministic mode, one int per rules.turn_counter_rows query rows of
+// each head (its turn counters).
 // Asks only what the size needs (B, H, Nq, d >= 1), so that a caller can size the buffer before
 // the call's own checks; throws BadInput naming rules.workspace_bytes otherwise.
 inline std::size_t backward_workspace_bytes(const BackwardRules& rules, const AttentionShape& shape) {
@@ -308,8 +318,13 @@ inline std::size_t backward_workspace_bytes(const BackwardRules& rules, const At
     throw BadInput(std::string(rules.workspace_bytes) + ": B, H, Nq and d must be >= 1 (got B=" +
                    std::to_string(shape.B) + " H=" + std::to_string(shape.H) + " Nq=" + std::to_string(shape.Nq) +
                    " d=" + std::to_string(shape.d) + ")");
-  return static_cast<std::size_t>(shape.B) * shape.H * shape.Nq * (static_cast<std::size_t>(shape.d) + 1) *
-         sizeof(float);
+  const std::size_t heads = static_cast<std::size_t>(shape.B) * shape.H;
+  std::size_t bytes = heads * shape.Nq * (static_cast<std::size_t>(shape.d) + 1) * sizeof(float);
+  if (rules.turn_counter_rows > 0) {
+    const std::size_t tiles = (static_cast<std::size_t>(shape.Nq) + rules.turn_counter_rows - 1) / rules.turn_counter_rows;
+    bytes += heads * tiles * sizeof(int);
+  }
+  return bytes;
 }
 
 namespace detail {
@@ -331,14 +346,19 @@ inline void check_backward_kernel_dtype(const BackwardRules& rules, bool tensor_
 
 // Every input check of a backward call: the chosen kernel's dtype, check_forward's checks with
 // that kernel's rules (Q, K, V, O, lse, d, the shape, the scale), then the backward's own (dO
-// and the gradients, the workspace). tensor_cores: part 3's kernel, else part 2's.
+// and the gradients, the workspace, the deterministic mode where the rules do not offer it).
+// tensor_cores: part 3's kernel, else part 2's.
 inline BackwardCall check_backward(const BackwardRules& rules, bool tensor_cores, const void* Q, const void* K,
                                    const void* V, const void* O, const void* dO, const float* lse, void* dQ,
                                    void* dK, void* dV, DType dtype, const AttentionShape& shape, bool causal,
-                                   float scale, const Workspace& workspace, cudaStream_t stream) {
+                                   float scale, const Workspace& workspace, cudaStream_t stream,
+                                   bool deterministic = false) {
   detail::check_backward_kernel_dtype(rules, tensor_cores, dtype);
   const ForwardRules& kernel = tensor_cores ? rules.tensor_cores : rules.cuda_cores;
   const std::string where = kernel.function;
+  if (deterministic && rules.turn_counter_rows == 0)
+    throw BadInput(where + ": options.deterministic is not offered here: this backward adds dQ with atomics, in "
+                           "whatever order the CTAs come (lab 9's Hopper backward has the deterministic mode)");
   BackwardCall call;
   // ForwardCall holds O and lse as the forward's outputs; the backward reads them only, and the
   // kernels' parameters take them const.
@@ -354,6 +374,9 @@ inline BackwardCall check_backward(const BackwardRules& rules, bool tensor_cores
   call.tensor_cores = tensor_cores;
   call.dq_accum = static_cast<float*>(workspace.data);  // first: its rows of d floats stay 16-byte aligned
   call.delta = call.dq_accum + static_cast<std::size_t>(call.batch_heads) * call.nq * call.d;
+  if (rules.turn_counter_rows > 0)
+    call.dq_turns = reinterpret_cast<int*>(call.delta + static_cast<std::size_t>(call.batch_heads) * call.nq);
+  call.deterministic = deterministic;
   return call;
 }
 

@@ -34,6 +34,10 @@ struct BackwardGpuOptions {
   std::size_t workspace_bytes = 0;
   cudaStream_t stream = nullptr;
   BackwardKernel kernel = BackwardKernel::automatic;
+  // dQ the same, bit for bit, in every run: the K/V tiles add their shares of dQ in a fixed order
+  // instead of atomics in whatever order they come. Lab 9's mode (course/lab9_hopper_backward.hpp);
+  // lab 7 rejects it with course::BadInput.
+  bool deterministic = false;
 };
 
 // Workspace bytes flash_attention_backward needs: B * H * Nq * (d + 1) floats.
@@ -49,8 +53,8 @@ std::size_t backward_workspace_bytes(const AttentionShape& shape);
 // Launches its kernels on options.stream and returns without synchronising. Throws
 // course::BadInput for bad shapes (B, H, Nq or Nk < 1, B * H > 65535), an unsupported d, a dtype
 // the kernel does not take, null or misaligned pointers, a scale that is negative or not finite,
-// or a workspace that is missing, misaligned or too small (the checks are course::check_backward's,
-// with kLab7Rules, in course/attention.hpp), and std::runtime_error (naming the call) when a CUDA
+// or a workspace that is missing, misaligned or too small, or options.deterministic (lab 9's; the
+// checks are course::check_backward's, with kLab7Rules, in course/attention.hpp), and std::runtime_error (naming the call) when a CUDA
 // call fails.
 void flash_attention_backward(const void* Q, const void* K, const void* V, const void* O,
                               const void* dO, const float* lse, void* dQ, void* dK, void* dV,

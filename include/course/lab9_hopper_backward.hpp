@@ -15,11 +15,14 @@
 namespace course::lab9 {
 
 // Lab 7's options. `kernel` must be automatic or tensor_cores: the Hopper backward has one
-// kernel, on tensor cores (cuda_cores is rejected with course::BadInput).
+// kernel, on tensor cores (cuda_cores is rejected with course::BadInput). `deterministic` is
+// this lab's: the K/V tiles add their shares of dQ in a fixed order (K/V tile 0 first), so dQ,
+// like dK and dV, is the same bit for bit in every run, whatever else runs on the GPU.
 using BackwardGpuOptions = course::lab7::BackwardGpuOptions;
 
-// Workspace bytes flash_attention_backward needs: lab 7's, B * H * Nq * (d + 1) floats (the fp32
-// dQ accumulator, then D).
+// Workspace bytes flash_attention_backward needs: lab 7's B * H * Nq * (d + 1) floats (the fp32
+// dQ accumulator, then D), then B * H * ceil(Nq / 64) ints (the deterministic mode's turn
+// counters; every call zeroes them on its stream).
 std::size_t backward_workspace_bytes(const AttentionShape& shape);
 
 // lab7::flash_attention_backward's contract (course/lab7_backward_gpu.hpp), with these

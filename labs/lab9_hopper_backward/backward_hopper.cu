@@ -3,7 +3,7 @@
 //
 // Three kernels on options.stream, as in lab 7 (course/lab7_backward_gpu.hpp):
 //   kernel 1 (dot_do_o_kernel): D_i = rowsum(dO_i o O_i) (Algorithm 2, line 4), and the fp32 dQ
-//            accumulator zeroed;
+//            accumulator and the deterministic mode's turn counters zeroed;
 //   kernel 2 (backward_hopper_kernel, backward_hopper_kernel.cuh): dK and dV written, every K/V
 //            tile's share of dQ added into the accumulator;
 //   kernel 3 (convert_dq_kernel): dQ = tau * accumulator, rounded once to the dtype.
@@ -37,12 +37,16 @@ __device__ __forceinline__ float to_float(T x) {
 }
 
 // One warp per query row: D_i = sum_c dO_ic O_ic in fp32, and the row of the dQ accumulator
-// zeroed (kernel 2 only adds to it).
+// zeroed (kernel 2 only adds to it). The first row of each of kernel 2's query tiles also zeroes
+// the tile's turn counter (deterministic mode), at every call: counters left at the last call's
+// counts would never say "K/V tile 0" again.
 template <class T, int D>
 __global__ void dot_do_o_kernel(const Params p, std::int64_t rows) {
   const std::int64_t row = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   if (row >= rows) return;
   const int lane = static_cast<int>(threadIdx.x) % 32;
+  const int bh = static_cast<int>(row / p.nq), query = static_cast<int>(row % p.nq);
+  if (lane == 0 && query % Tiles<D>::kBr == 0) *dq_turn_counter<Tiles<D>>(p, bh, query) = 0;
   const T* o = static_cast<const T*>(p.o) + row * D;
   const T* dout = static_cast<const T*>(p.dout) + row * D;
   float sum = 0.0f;
@@ -70,7 +74,7 @@ __global__ void convert_dq_kernel(const float* accum, T* dq, std::int64_t pairs,
 
 template <int D, class T>
 void launch_all(const Params& p, const void* q, const void* k, const void* v, void* dq, int batch_heads,
-                cudaStream_t stream) {
+                bool deterministic, cudaStream_t stream) {
   using Cfg = Tiles<D>;
   const std::int64_t q_rows = static_cast<std::int64_t>(batch_heads) * p.nq;
 
@@ -91,7 +95,8 @@ void launch_all(const Params& p, const void* q, const void* k, const void* v, vo
   sm90::make_tensor_map_bhnd(&map_k, k, bf16, batch_heads, p.nk, D, Cfg::kBc);
   sm90::make_tensor_map_bhnd(&map_v, v, bf16, batch_heads, p.nk, D, Cfg::kBc);
 
-  const auto kernel = backward_hopper_kernel<D, T>;
+  // Kernel 2 with the deterministic mode compiled in, or without it (the default).
+  const auto kernel = deterministic ? backward_hopper_kernel<D, T, true> : backward_hopper_kernel<D, T, false>;
   require_shared_memory(Cfg::kAllocBytes, "lab 9's backward_hopper_kernel");
   check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kAllocBytes),
              "cudaFuncSetAttribute(backward_hopper_kernel, MaxDynamicSharedMemorySize)");
@@ -107,9 +112,9 @@ void launch_all(const Params& p, const void* q, const void* k, const void* v, vo
 
 template <class T>
 void launch_for_d(const Params& p, const void* q, const void* k, const void* v, void* dq, int d, int batch_heads,
-                  cudaStream_t stream) {
-  if (d == 64) launch_all<64, T>(p, q, k, v, dq, batch_heads, stream);
-  else launch_all<128, T>(p, q, k, v, dq, batch_heads, stream);
+                  bool deterministic, cudaStream_t stream) {
+  if (d == 64) launch_all<64, T>(p, q, k, v, dq, batch_heads, deterministic, stream);
+  else launch_all<128, T>(p, q, k, v, dq, batch_heads, deterministic, stream);
 }
 
 // The compute capability of the current device, as major * 10 + minor.
@@ -141,7 +146,8 @@ void flash_attention_backward(const void* Q, const void* K, const void* V, const
                    ": the Hopper backward runs on tensor cores only (BackwardKernel::automatic or tensor_cores)");
   [[maybe_unused]] const BackwardCall call = check_backward(kLab9Rules, /*tensor_cores=*/true, Q, K, V, O, dO, lse, dQ, dK, dV, dtype,
                                            shape, options.causal, options.scale,
-                                           {options.workspace, options.workspace_bytes}, options.stream);
+                                           {options.workspace, options.workspace_bytes}, options.stream,
+                                           options.deterministic);
   if (detail::compute_capability() != 90)
     throw BadInput(std::string(kLab9Rules.tensor_cores.function) +
                    ": this lab needs a compute capability 9.0 GPU (H100/H200: wgmma and TMA are sm_90a "
@@ -150,7 +156,8 @@ void flash_attention_backward(const void* Q, const void* K, const void* V, const
   // TODO: flash_attention_backward (see the lab README)
   // fill detail::Params from the checked call (its scale is resolved; scale_log2 = scale *
   // log2(e) is there too), then detail::launch_for_d<__nv_bfloat16> or <__half> (the launches
-  // above are given: kernel 1, the tensor maps, kernel 2, kernel 3) on options.stream
+  // above are given: kernel 1, the tensor maps, kernel 2, kernel 3) with call.deterministic, on
+  // options.stream
   throw course::NotImplemented("flash_attention_backward", "labs/lab9_hopper_backward/backward_hopper.cu");
 }
 

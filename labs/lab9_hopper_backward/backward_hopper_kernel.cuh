@@ -25,7 +25,9 @@
 //   dQ_i += dS K_j                         (line 15)  wgmma SS: dS (from dS^T, MN-major) and K
 //                                                      (MN-major), fp32 atomic adds to global
 // each warpgroup one 64 x 64 block of the kBr x d product. dK_w and dV_w stay in registers for
-// the whole loop and are written once at the end (line 18).
+// the whole loop and are written once at the end (line 18). With options.deterministic, the
+// CTAs add their shares of dQ_i one after another, K/V tile 0 first, ordered by a counter per
+// query tile (wait_for_dq_turn, pass_dq_turn): the same bits in every run.
 //
 // Why transposed: wgmma's M side is 64 rows of one warpgroup, and the gradients that stay on
 // chip, dK and dV, have the keys as rows. Computing S^T and dP^T (keys as rows) makes P^T and
@@ -94,12 +96,22 @@ struct Params {
   void* dv;
   float* dq_accum;   // [B*H, Nq, d] fp32, in the workspace
   float* delta;      // [B*H, Nq] fp32: D_i, in the workspace
+  int* dq_turns;     // [B*H, query tiles]: whose turn it is to add into dQ_i, in the workspace
   int nq;
   int nk;
   bool causal;
   float scale;       // tau
   float scale_log2;  // tau * log2(e)
 };
+
+// The turn counter of query tile q0 of head bh (deterministic mode): one int per query tile of
+// kBr rows, after D in the workspace (course::backward_workspace_bytes keeps one per 64 rows,
+// enough for both tile heights).
+template <class Cfg>
+__device__ __forceinline__ int* dq_turn_counter(const Params& p, int bh, int q0) {
+  const int tiles = (p.nq + Cfg::kBr - 1) / Cfg::kBr;
+  return p.dq_turns + static_cast<std::int64_t>(bh) * tiles + q0 / Cfg::kBr;
+}
 
 // ------------------------------------------------------------------------------------------
 // Device helpers (given)
@@ -114,6 +126,33 @@ __device__ __forceinline__ void wait_barrier(uint64_t* bar, uint32_t parity) {
   while (!mbarrier_try_wait_parity(bar, parity)) {
     if (clock64() - start > kBarrierTimeoutCycles) asm volatile("brkpt;");
   }
+}
+
+// Deterministic dQ (options.deterministic): the order of line 15's adds, dQ_i += dS K_j. With
+// atomics, the K/V tiles' shares of dQ_i land in whatever order the CTAs reach them, and fp32
+// addition is not associative: the bits of dQ change from run to run. FlashAttention-3's remedy, a semaphore per query tile: a counter in the
+// workspace (zeroed by kernel 1) says how many K/V tiles have added their share; a K/V tile adds
+// only when it reads its turn (dq_turn, below: the order), then bumps it. Thread 0 waits and
+// passes the turn for the whole CTA; the __syncthreads around the adds order every thread's
+// adds after the wait and before the pass. The wait is bounded as wait_barrier's: a turn that
+// never comes stops the kernel instead of hanging the GPU.
+__device__ __forceinline__ void wait_for_dq_turn(const int* turn, int mine) {
+  if (threadIdx.x == 0) {
+    const long long start = clock64();
+    int now;
+    do {
+      // ld.acquire: the adds of the CTA that passed the turn are visible after this load.
+      asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(now) : "l"(turn) : "memory");
+      if (now != mine && clock64() - start > kBarrierTimeoutCycles) asm volatile("brkpt;");
+    } while (now != mine);
+  }
+  __syncthreads();
+}
+
+// After every thread's adds (the caller's __syncthreads): the next K/V tile's turn. red.release
+// makes this CTA's adds visible before the counter moves.
+__device__ __forceinline__ void pass_dq_turn(int* turn) {
+  if (threadIdx.x == 0) asm volatile("red.release.gpu.global.add.s32 [%0], 1;" ::"l"(turn) : "memory");
 }
 
 // One tile of kRows rows from row0 of head `head`: one TMA copy per 64-column block, all
@@ -193,12 +232,65 @@ __device__ __forceinline__ void issue_dq(float (&acc)[32], uint32_t ds_t_tile, u
   // desc_mn_major_sw128(k_tile + dim_block * kBc * 128 + 2048 * kk, kBc * 128), kk > 0)
 }
 
+// The first query row (a multiple of kBr) that the CTA of the K/V tile starting at key kv0
+// visits. Visiting all of them is correct (the mask zeroes what a query must not see), but causal
+// attention can skip those that see none of this tile's keys.
+template <class Cfg>
+__device__ __forceinline__ int first_query_row(const Params& p, int kv0) {
+  constexpr int kBr = Cfg::kBr;
+  const int diag = p.nk - p.nq;  // bottom-right causal: query r sees key c iff c <= r + diag
+  int q_begin = 0;
+  // TODO: causal_skip (see the lab README)
+  // causal tile skipping: the first query row that sees key kv0 is kv0 - diag; start at the
+  // query tile that holds row max(0, kv0 - diag)
+  return q_begin;
+}
+
+// ------------------------------------------------------------------------------------------
+// The deterministic mode's order (given)
+// ------------------------------------------------------------------------------------------
+
+// The K/V tiles add their shares of dQ_i in the order their CTAs start (blockIdx.x): the CTA a
+// turn waits for has a smaller index, so it is running or done, and no wait can deadlock.
+//
+// Which CTA owns which K/V tile decides what the order costs. Without causal masking every K/V
+// tile visits every query tile, CTA b owns tile b, and its turn is b: the CTAs run in lock step,
+// each one add behind the one before. With causal masking K/V tile j starts at the diagonal
+// (first_query_row), and only tiles 0 .. last reach query tile i. Had CTA b owned tile b and
+// turn b, tile 0 (the longest: every query tile) would go first everywhere, and tile j would
+// reach each query tile before tile j - 1 had added there: every tile waits behind all the longer
+// ones, and the last CTA of a head finishes about n tiles late. So in deterministic causal mode
+// CTA b owns tile n - 1 - b, the shortest first ("shortest processing time first", as
+// FlashAttention-3's deterministic backward schedules it), and at query tile i the tiles add
+// from `last` down to 0: tile j + 1 started one K/V tile nearer the end, reaches query tile i
+// earlier than tile j, and has added by the time j arrives, so the order costs almost no waiting.
+template <bool kDeterministic>
+__device__ __forceinline__ int kv_tile_of_cta(const Params& p) {
+  const int b = static_cast<int>(blockIdx.x);
+  return kDeterministic && p.causal ? static_cast<int>(gridDim.x) - 1 - b : b;
+}
+
+// This K/V tile's turn at query tile q0 (the value of q0's counter when it may add): its CTA's
+// rank among the CTAs whose K/V tiles visit q0. Without causal masking all of them do, and the
+// turn is the tile's index; with it, the tiles 0 .. last do (last: the largest whose first
+// query row is at or before q0), and the shortest, `last`, goes first.
+template <class Cfg>
+__device__ __forceinline__ int dq_turn(const Params& p, int kv_tile, int q0) {
+  if (!p.causal) return kv_tile;
+  int last = static_cast<int>(gridDim.x) - 1;
+  while (first_query_row<Cfg>(p, last * Cfg::kBc) > q0) --last;  // stops at kv_tile at the latest
+  return last - kv_tile;
+}
+
 // ------------------------------------------------------------------------------------------
 // Kernel 2
 // ------------------------------------------------------------------------------------------
 
-// Grid: (K/V tiles, B * H); 256 threads.
-template <int D, class T>
+// Grid: (K/V tiles, B * H); 256 threads. kDeterministic: options.deterministic, a template
+// parameter so that the default kernel carries none of the mode's code (its branches and
+// registers cost about 3% of the default speed, measured on the H200, when they were run-time
+// tests).
+template <int D, class T, bool kDeterministic>
 __global__ void __launch_bounds__(256, 1)
     backward_hopper_kernel(const __grid_constant__ CUtensorMap map_q, const __grid_constant__ CUtensorMap map_k,
                            const __grid_constant__ CUtensorMap map_v, const __grid_constant__ CUtensorMap map_do,
@@ -219,17 +311,13 @@ __global__ void __launch_bounds__(256, 1)
   const int wg = tid / 128;  // warpgroup: keys 64 wg .. 64 wg + 63
   const int t = tid % 128;   // thread in the warpgroup
   const int bh = static_cast<int>(blockIdx.y);
-  const int kv0 = static_cast<int>(blockIdx.x) * kBc;
+  const int kv_tile = kv_tile_of_cta<kDeterministic>(p);
+  const int kv0 = kv_tile * kBc;
   const std::int64_t q_head = static_cast<std::int64_t>(bh) * p.nq;
   const std::int64_t k_head = static_cast<std::int64_t>(bh) * p.nk;
   const int diag = p.nk - p.nq;  // bottom-right causal: query r sees key c iff c <= r + diag
 
-  // The first query tile to visit. Visiting all of them is correct (the mask zeroes what a
-  // query must not see), but causal attention can skip those that see none of this tile's keys.
-  int q_begin = 0;
-  // TODO: causal_skip (see the lab README)
-  // causal tile skipping: the first query row that sees key kv0 is kv0 - diag; start at the
-  // query tile that holds row max(0, kv0 - diag)
+  const int q_begin = first_query_row<Cfg>(p, kv0);
   const int n_tiles = q_begin < p.nq ? (p.nq - q_begin + kBr - 1) / kBr : 0;
 
   // The rows' base-2 LSE (+inf where the row adds nothing) and D of query tile `it`, into its
@@ -315,11 +403,15 @@ __global__ void __launch_bounds__(256, 1)
 
     // TODO: dq_accumulate (see the lab README)
     // Line 15: issue_dq into dq (wgmma_fence first), commit, wait for every group (dV and dK
-    // too), fence dq, dk, dv, pt and dst (the last two were operands still being read). Then
+    // too), fence dq, dk, dv, pt and dst (the last two were operands still being read). In
+    // deterministic mode (kDeterministic), wait_for_dq_turn(dq_turn_counter<Cfg>(p, bh, q0),
+    // dq_turn<Cfg>(p, kv_tile, q0)) before adding (thread 0 waits, so only it needs the turn;
+    // the turn is passed for you, after the barrier below). Then
     // add dq into p.dq_accum with atomicAdd on float2 pairs: dq[4j + 2h], dq[4j + 2h + 1] is
     // row 64 * query_block + frag_row(t, 2h), columns 64 * dim_block + frag_col(t, j, 0) + {0, 1};
     // rows at or past nq add nothing.
-    __syncthreads();  // every warpgroup is done with this stage and with dS^T
+    __syncthreads();  // every warpgroup is done with this stage and with dS^T, and has added its dQ
+    if constexpr (kDeterministic) pass_dq_turn(dq_turn_counter<Cfg>(p, bh, q0));  // K/V tile j + 1's turn
     if (tid == 0 && it + kStages < n_tiles) issue_query_tile(it + kStages);
   }
 

@@ -174,7 +174,8 @@ def backward_lab(q: torch.Tensor, kernel: str = "auto") -> int:
 
 def backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor, do: torch.Tensor,
              lse: torch.Tensor, causal: bool = False, scale: float | None = None,
-             kernel: str = "auto", lab: int | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+             kernel: str = "auto", lab: int | None = None,
+             deterministic: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The course's GPU backward pass (FA2 Algorithm 2): (dq, dk, dv) from the forward's o and lse.
 
     q, o, do: [B, H, Nq, d]; k, v: [B, H, Nk, d]; d = 64 or 128, contiguous CUDA tensors; lse:
@@ -184,8 +185,12 @@ def backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
     kernel: lab 7's kernel, "tensor_cores" (part 3; bf16, fp16), "cuda_cores" (part 2; fp32,
         bf16) or "auto" (tensor cores for bf16 and fp16, CUDA cores for fp32); lab 9 has one
         kernel, on tensor cores ("auto" or "tensor_cores").
+    deterministic: lab 9 only (with lab=None, lab 9 must be the one that runs): the K/V tiles add
+        their shares of dq in a fixed order instead of atomics in the order they come, so dq is
+        the same bit for bit in every call (dk and dv always are); lab 7 raises ValueError.
     causal and scale must be those of the forward. Runs on the current CUDA stream; the
-    workspace (D and the fp32 dQ accumulator) comes from PyTorch's caching allocator.
+    workspace (D, the fp32 dQ accumulator and lab 9's turn counters) comes from PyTorch's caching
+    allocator.
     """
     _check_tensors(q=q, k=k, v=v, o=o, do=do, lse=lse)
     causal = _check_causal(causal)
@@ -197,8 +202,10 @@ def backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
         raise ValueError(f"course_attn.backward: lab must be 7, 9 or None, not {lab!r}")
     if lab == 9:
         _check_hopper_lab_device(q, 9, "lab=7 or lab=None")
+    if not isinstance(deterministic, bool):
+        raise TypeError(f"course_attn.backward: deterministic must be a bool, not {type(deterministic).__name__}")
     run = extension().lab9_backward if lab == 9 else extension().lab7_backward
-    return run(q, k, v, o, do, lse, causal, kernel_scale(scale), BACKWARD_KERNELS[kernel])
+    return run(q, k, v, o, do, lse, causal, kernel_scale(scale), BACKWARD_KERNELS[kernel], deterministic)
 
 
 def _check_num_splits(num_splits) -> int:

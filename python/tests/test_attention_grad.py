@@ -193,6 +193,29 @@ def test_lab9_backward_matches_fp64_autograd(dtype, d, shape, causal):
 
 
 @pytest.mark.lab8
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_lab9_deterministic_gives_the_same_bits_every_call(causal):
+    # deterministic=True: the K/V tiles add into dq in turn, so every call gives the same dq, dk and
+    # dv, bit for bit, on the current stream and on another one; and they are right.
+    q, k, v = qkv(1, 4, 1000, 2000, 128, BF16, seed=39)
+    do = make_inputs([q.shape], BF16, seed=40)[0]
+    o, lse = course_attn.forward(q, k, v, causal=causal, kernel="lab8")
+    first = course_attn.backward(q, k, v, o, do, lse, causal=causal, lab=9, deterministic=True)
+    side = torch.cuda.Stream()
+    for stream in (torch.cuda.current_stream(), side, torch.cuda.current_stream()):
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            again = course_attn.backward(q, k, v, o, do, lse, causal=causal, lab=9, deterministic=True)
+        torch.cuda.current_stream().wait_stream(stream)
+        for name, a, b in zip(("dq", "dk", "dv"), first, again):
+            assert torch.equal(a, b), f"{name} differs between two deterministic calls"
+    check_gradients(q, k, v, do, causal, list(first), f"lab 9 deterministic, causal={causal}")
+    # Lab 7 adds dq with atomics in whatever order they come: it says it has no such mode.
+    with pytest.raises(ValueError, match="deterministic"):
+        course_attn.backward(q, k, v, o, do, lse, causal=causal, lab=7, deterministic=True)
+
+
+@pytest.mark.lab8
 def test_which_backward_runs():
     q16 = torch.empty(1, 1, 8, 64, dtype=BF16, device="cuda")
     assert course_attn.backward_lab(q16) == 9

@@ -428,4 +428,30 @@ TEST_CASE("lab 7: the checked backward call carries the gradients and the worksp
   CHECK(c.delta == c.dq_accum + 6 * 100 * 128);  // dQ's accumulator [600, 128], then D [600]
   CHECK(reinterpret_cast<const unsigned char*>(c.delta + 600) == more[4] + backward_bytes(s));
   CHECK_FALSE(backward(false, DType::bf16, s, backward_bytes(s)).tensor_cores);
+  CHECK(c.dq_turns == nullptr);  // lab 7 has no deterministic mode, so no turn counters
+  CHECK_FALSE(c.deterministic);
+}
+
+TEST_CASE("the deterministic mode: lab 7 rejects it, lab 9 has it and its turn counters in the workspace") {
+  const AttentionShape s = shape(128, 2, 3, 100, 150);
+  const std::size_t need7 = backward_bytes(s);
+  CHECK_THROWS_WITH_AS(course::check_backward(course::kLab7Rules, true, Q, K, V, O, dO, lse, dQ, dK, dV, DType::bf16,
+                                              s, false, 0.0f, workspace(need7), nullptr, /*deterministic=*/true),
+                       doctest::Contains("lab7::flash_attention_backward: options.deterministic is not offered here"),
+                       BadInput);
+  // Lab 9: lab 7's workspace, then one int per 64 query rows of each head (100 rows: 2).
+  const std::size_t need9 = course::backward_workspace_bytes(course::kLab9Rules, s);
+  CHECK(need9 == need7 + 6 * 2 * sizeof(int));
+  for (bool deterministic : {false, true}) {
+    CAPTURE(deterministic);
+    const course::BackwardCall c = course::check_backward(course::kLab9Rules, true, Q, K, V, O, dO, lse, dQ, dK, dV,
+                                                          DType::bf16, s, false, 0.0f, workspace(need9), nullptr,
+                                                          deterministic);
+    CHECK(c.deterministic == deterministic);
+    CHECK(reinterpret_cast<const float*>(c.dq_turns) == c.delta + 600);  // after D [600]
+    CHECK(reinterpret_cast<const unsigned char*>(c.dq_turns + 12) == more[4] + need9);
+  }
+  CHECK_THROWS_WITH_AS(course::check_backward(course::kLab9Rules, true, Q, K, V, O, dO, lse, dQ, dK, dV, DType::bf16,
+                                              s, false, 0.0f, workspace(need9 - 1), nullptr, true),
+                       doctest::Contains("lab9::backward_workspace_bytes"), BadInput);
 }

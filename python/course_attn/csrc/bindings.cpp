@@ -420,7 +420,7 @@ struct BackwardLab {
 
 Tensors3 gpu_backward(const BackwardLab& lab, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                       const at::Tensor& o, const at::Tensor& dout, const at::Tensor& lse, bool causal, double scale,
-                      int64_t kernel) {
+                      int64_t kernel, bool deterministic) {
   const std::string f = "backward";
   const course::AttentionShape shape = attention_shape(q, k, v, f);
   // Which dtype goes with which kernel is the lab's to check (course::BadInput -> ValueError).
@@ -459,24 +459,27 @@ Tensors3 gpu_backward(const BackwardLab& lab, const at::Tensor& q, const at::Ten
   options.stream = current_stream();
   // The int Python passes for the kernel's name (course/gpu_labs.def's order; -1 automatic).
   options.kernel = course_attn::backward_kernel(kernel, "course_attn.backward");
+  options.deterministic = deterministic;  // lab 9's mode; lab 7 says it has none (BadInput -> ValueError)
   lab.backward(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), dout.data_ptr(), lse.data_ptr<float>(),
                dq.data_ptr(), dk.data_ptr(), dv.data_ptr(), dtype, shape, options);
   return {dq, dk, dv};
 }
 
 Tensors3 lab7_backward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& o,
-                       const at::Tensor& dout, const at::Tensor& lse, bool causal, double scale, int64_t kernel) {
+                       const at::Tensor& dout, const at::Tensor& lse, bool causal, double scale, int64_t kernel,
+                       bool deterministic) {
   static const BackwardLab lab7{"lab 7 (its GPU parts)", torch_dtypes(course::kLab7Rules),
                                 &course::lab7::backward_workspace_bytes, &course::lab7::flash_attention_backward};
-  return gpu_backward(lab7, q, k, v, o, dout, lse, causal, scale, kernel);
+  return gpu_backward(lab7, q, k, v, o, dout, lse, causal, scale, kernel, deterministic);
 }
 
 #if COURSE_ATTN_HAVE_LAB9
 Tensors3 lab9_backward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& o,
-                       const at::Tensor& dout, const at::Tensor& lse, bool causal, double scale, int64_t kernel) {
+                       const at::Tensor& dout, const at::Tensor& lse, bool causal, double scale, int64_t kernel,
+                       bool deterministic) {
   static const BackwardLab lab9{"lab 9", torch_dtypes(course::kLab9Rules), &course::lab9::backward_workspace_bytes,
                                 &course::lab9::flash_attention_backward};
-  return gpu_backward(lab9, q, k, v, o, dout, lse, causal, scale, kernel);
+  return gpu_backward(lab9, q, k, v, o, dout, lse, causal, scale, kernel, deterministic);
 }
 #endif
 
@@ -531,16 +534,18 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::arg("causal"), py::arg("scale"), py::arg("k_new") = py::none(), py::arg("v_new") = py::none(),
         py::arg("num_splits") = 0, py::arg("check") = true);
   m.def("lab7_backward", &lab7_backward,
-        "(q, k, v, o, do, lse, causal, scale, kernel) -> (dq, dk, dv): lab 7's GPU backward from the forward's o "
-        "and lse; kernel: the int of its name (course_attn.gpu_labs, course/gpu_labs.def), -1 automatic.",
+        "(q, k, v, o, do, lse, causal, scale, kernel, deterministic) -> (dq, dk, dv): lab 7's GPU backward from "
+        "the forward's o and lse; kernel: the int of its name (course_attn.gpu_labs, course/gpu_labs.def), -1 "
+        "automatic; deterministic must be False (lab 9's mode).",
         py::arg("q"), py::arg("k"), py::arg("v"), py::arg("o"), py::arg("do"), py::arg("lse"), py::arg("causal"),
-        py::arg("scale"), py::arg("kernel") = -1);
+        py::arg("scale"), py::arg("kernel") = -1, py::arg("deterministic") = false);
 #if COURSE_ATTN_HAVE_LAB9
   m.def("lab9_backward", &lab9_backward,
-        "(q, k, v, o, do, lse, causal, scale, kernel) -> (dq, dk, dv): lab 9's Hopper backward (bf16, fp16; an "
-        "sm_90 GPU), lab7_backward's call; kernel -1 (automatic) or tensor cores.",
+        "(q, k, v, o, do, lse, causal, scale, kernel, deterministic) -> (dq, dk, dv): lab 9's Hopper backward "
+        "(bf16, fp16; an sm_90 GPU), lab7_backward's call; kernel -1 (automatic) or tensor cores; deterministic: "
+        "dQ added in a fixed order, the same bits in every run.",
         py::arg("q"), py::arg("k"), py::arg("v"), py::arg("o"), py::arg("do"), py::arg("lse"), py::arg("causal"),
-        py::arg("scale"), py::arg("kernel") = -1);
+        py::arg("scale"), py::arg("kernel") = -1, py::arg("deterministic") = false);
 #endif
   m.attr("has_lab9") = py::bool_(COURSE_ATTN_HAVE_LAB9 != 0);
 }
