@@ -20,6 +20,7 @@ from collections import defaultdict
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python", "course_attn"))
 import gpu_labs  # noqa: E402  (include/course/gpu_labs.def, the GPU labs' one list)
+import provenance  # noqa: E402  (bench/, this script's folder)
 
 NS = [512, 1024, 2048, 4096, 8192, 16384]
 # course::lab5::Version and course::lab8::Version in enum order, and each one's best, as
@@ -304,7 +305,7 @@ def style(impl):
     return dict(STYLE.get(impl, dict(color="0.4", marker=".", lw=1)))
 
 
-def plot_speed(plt, t, dtype, gpu, path):
+def plot_speed(plt, t, dtype, gpu, path, source):
     impls = t.impls(dtype)
     fig, axes = plt.subplots(2, 2, figsize=(13, 9), sharex=True)
     ns = t.ns()
@@ -349,11 +350,11 @@ def plot_speed(plt, t, dtype, gpu, path):
     fig.suptitle(f"Attention forward speed, {dtype}, on {gpu}\n"
                  "FLOPs = 4 B H N\u00b2 d (halved when causal); x = out of memory", fontsize=13)
     fig.tight_layout(rect=(0, 0.07 if len(labels) <= 6 else 0.1, 1, 0.95))
-    fig.savefig(path, dpi=110)
+    provenance.savefig(fig, path, source, dpi=110)
     plt.close(fig)
 
 
-def plot_memory(plt, t, gpu, gpu_mem_gib, path):
+def plot_memory(plt, t, gpu, gpu_mem_gib, path, source):
     """Measured bytes at d = 64, not causal: total (fixed tokens) and per sequence (/ B)."""
     fig, axes = plt.subplots(1, 2, figsize=(14, 6.8))
     ns = t.ns()
@@ -435,11 +436,11 @@ def plot_memory(plt, t, gpu, gpu_mem_gib, path):
     fig.suptitle(f"Attention forward memory (inputs + outputs + workspace; d = 64, H = 32) on {gpu}",
                  fontsize=13)
     fig.tight_layout(rect=(0, 0.035 * rows_of_legend + 0.01, 1, 0.94))
-    fig.savefig(path, dpi=110)
+    provenance.savefig(fig, path, source, dpi=110)
     plt.close(fig)
 
 
-def plot_staircase(plt, t, gpu, path, title, steps, peak=None):
+def plot_staircase(plt, t, gpu, path, source, title, steps, peak=None):
     n = staircase_n(t)
     cols = [(64, 0), (64, 1), (128, 0), (128, 1)]
     refs = ["torch:flash", "torch:cudnn"]
@@ -489,7 +490,7 @@ def plot_staircase(plt, t, gpu, path, title, steps, peak=None):
                  "dashed: PyTorch's flash and cuDNN backends" + ("; dotted: a cuBLAS GEMM, the dense peak" if g else ""),
                  fontsize=11)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    provenance.savefig(fig, path, source, dpi=110)
     plt.close(fig)
 
 
@@ -540,7 +541,9 @@ def main():
 
     if args.merged_csv == "auto":
         args.merged_csv = os.path.join(args.out_dir, stem + ".csv")
-    if args.merged_csv:
+    # Drawing a recorded run again from its own merged CSV leaves that file as it is.
+    rewrite = args.merged_csv and not any(os.path.abspath(c) == os.path.abspath(args.merged_csv) for c in args.csv)
+    if rewrite:
         cols = ["impl", "dtype", "d", "causal", "N", "B", "H", "ms", "tflops", "peak_mem_bytes",
                 "status", "max_abs_err", "measured_mem_bytes", "reps"]
         with open(args.merged_csv, "w", newline="") as f:
@@ -549,6 +552,8 @@ def main():
             for r in sorted(all_rows, key=lambda r: (r["dtype"], r["d"], r["causal"], r["N"], impl_order(r["impl"]))):
                 w.writerow([r[c] if not isinstance(r[c], float) else (f"{r[c]:.6g}" if c not in ("peak_mem_bytes", "measured_mem_bytes") or math.isnan(r[c]) else str(int(r[c]))) for c in cols])
 
+    # The table the pictures name (bench/provenance.py): the merged CSV, or the one CSV read.
+    source = args.merged_csv or (args.csv[0] if len(args.csv) == 1 else None)
     pngs = {}
     plot_error = None
     if not args.no_plots:
@@ -558,10 +563,10 @@ def main():
             import matplotlib.pyplot as plt
             for dtype in t.dtypes():
                 p = os.path.join(args.out_dir, f"{stem}_speed_{dtype}.png")
-                plot_speed(plt, t, dtype, gpu, p)
+                plot_speed(plt, t, dtype, gpu, p, source)
                 pngs[f"speed_{dtype}"] = p
             p = os.path.join(args.out_dir, f"{stem}_memory.png")
-            plot_memory(plt, t, gpu, gpu_mem_gib, p)
+            plot_memory(plt, t, gpu, gpu_mem_gib, p, source)
             pngs["memory"] = p
             for lab, title, steps in STAIRCASES:
                 # A staircase needs at least two of the lab's own steps (a run of the best alone has none).
@@ -569,7 +574,7 @@ def main():
                     # lab 5's keeps its old name, so that earlier reports' links still hold.
                     key = "staircase" if lab == "lab5" else f"staircase_{lab}"
                     p = os.path.join(args.out_dir, f"{stem}_{key}.png")
-                    plot_staircase(plt, t, gpu, p, title, steps, peak)
+                    plot_staircase(plt, t, gpu, p, source, title, steps, peak)
                     pngs[key] = p
         except Exception as e:  # noqa: BLE001
             plot_error = f"{type(e).__name__}: {e}"

@@ -15,6 +15,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+import provenance  # noqa: E402  (bench/, this script's folder)
+
 STYLE = {
     "streaming": dict(color="tab:blue", marker="o", label="streaming (lab 3, tiles 64x64)"),
     "materialising": dict(color="tab:red", marker="s", label="materialising S (N x N, fp32)"),
@@ -41,7 +43,7 @@ def series(rows, key, scale=1.0):
     return xs, ys, skipped
 
 
-def plot(rows, key, scale, ylabel, title, out):
+def plot(rows, key, scale, ylabel, title, out, source):
     fig, ax = plt.subplots(figsize=(7, 4.8), dpi=130)
     d = None
     for impl, rs in rows.items():
@@ -68,7 +70,7 @@ def plot(rows, key, scale, ylabel, title, out):
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(loc="upper left", fontsize=9)
     fig.tight_layout()
-    fig.savefig(out)
+    provenance.savefig(fig, out, source)
     plt.close(fig)
     print("wrote", out)
 
@@ -83,9 +85,9 @@ def main():
     prefix = a.out_prefix or os.path.splitext(a.csv)[0]
     rows = load(a.csv)
     plot(rows, "seconds", 1.0, "wall time per call (s)", "Attention forward: time vs N",
-         prefix + "_time.png")
+         prefix + "_time.png", a.csv)
     plot(rows, "peak_heap_bytes", 1.0 / 2**20, "peak heap during the call (MiB)",
-         "Attention forward: peak memory vs N", prefix + "_memory.png")
+         "Attention forward: peak memory vs N", prefix + "_memory.png", a.csv)
 
 
 if __name__ == "__main__":

@@ -3,9 +3,12 @@
 
 Usage: report_backward.py BASE GPU COMMIT CSV...   (run-bench --backward calls it)
 Reads the rows of bench_backward (lab 5's forward, lab 7's backward on tensor cores and on CUDA
-cores, and on an H100 or H200 lab 8's forward and lab 9's backward, atomic and deterministic dQ) and bench_torch_backward.py (PyTorch SDPA's flash and cuDNN backends, forward and
-backward) and writes BASE.csv (the rows that measured ok), BASE.md and, with matplotlib, BASE.png:
-backward TFLOP/s against N (top row) and forward + backward (bottom row), one column per (d, causal).
+cores, and on an H100 or H200 lab 8's forward and lab 9's backward, atomic and deterministic dQ)
+and bench_torch_backward.py (PyTorch SDPA's flash and cuDNN backends, forward and backward) and
+writes BASE.csv (the rows that measured ok; left as it is when it is one of the CSVs read),
+BASE.md and, with matplotlib, BASE.png: backward TFLOP/s against N (top row) and forward +
+backward (bottom row), one column per (d, causal). The picture names BASE.csv and its digest
+(bench/provenance.py).
 
 FLOPs: forward 4 B H N^2 d, backward 2.5x that (five products instead of two), both halved when
 causal. Forward + backward: their FLOPs over the sum of their times (the course's pairs are lab 5's
@@ -14,6 +17,8 @@ backend's forward and backward). Lab 8's and lab 9's columns appear only where t
 """
 import csv
 import sys
+
+import provenance
 
 FIELDS = ["impl", "pass", "dtype", "d", "N", "B", "H", "causal", "ms", "tflops", "status", "reps"]
 # (label, forward impl, backward impl) of each forward + backward pair.
@@ -104,7 +109,7 @@ def markdown(rows, gpu, commit):
     return "\n".join(lines) + "\n"
 
 
-def plot(rows, gpu, commit, path):
+def plot(rows, gpu, commit, path, csv_path):
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -139,7 +144,7 @@ def plot(rows, gpu, commit, path):
     fig.suptitle(f"Attention backward and forward + backward, bf16, B*N = 16k tokens, H*d = 2048 "
                  f"({gpu}, commit {commit})", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=110, bbox_inches="tight")  # "tight" keeps the legends beside the panels
+    provenance.savefig(fig, path, csv_path, dpi=110, bbox_inches="tight")  # "tight" keeps the legends beside the panels
     return True
 
 
@@ -157,7 +162,7 @@ def main(argv):
     text = markdown(rows, gpu, commit)
     open(base + ".md", "w").write(text)
     print(text, end="")
-    plot(rows, gpu, commit, base + ".png")
+    plot(rows, gpu, commit, base + ".png", base + ".csv")
     return 0
 
 

@@ -3,9 +3,10 @@
 
 Usage: report_decoding.py BASE GPU COMMIT CSV...   (run-bench --decoding calls it)
 Reads the rows of bench_decoding (lab 6's kernels, lab 5's kernel without splits) and
-bench_torch_decoding.py (PyTorch SDPA) and writes BASE.csv (every row), BASE.md and, with
-matplotlib, BASE.png: GB/s of K and V read against the KV length Nk, with the device-to-device
-copy of the same run drawn as the ceiling.
+bench_torch_decoding.py (PyTorch SDPA) and writes BASE.csv (every row; left as it is when it is
+one of the CSVs read, to draw a recorded run again), BASE.md and, with matplotlib, BASE.png: GB/s
+of K and V read against the KV length Nk, with the device-to-device copy of the same run drawn as
+the ceiling. The picture names BASE.csv and its digest (bench/provenance.py).
   Part 1 (lab 6 part 1, a contiguous cache, Nq = 1): one table and one panel per (dtype, B*H).
   Part 2 (lab 6 part 2, paged and grouped; rows with part = 2, in CSVs that have the column):
     (a) group 1, Nq = 1, B*H = 32: lab 6 part 1 and paged against the best SDPA backend;
@@ -18,6 +19,8 @@ run faster than a read-write mix), which is why some cells say more than 100%.
 """
 import csv
 import sys
+
+import provenance
 
 # Drawing order and labels; implementations not listed are drawn after these, labelled by name.
 LABELS = {"lab6": "lab 6 (split-KV)", "lab6:paged": "lab 6 part 2 (paged)", "lab5": "lab 5 (one CTA per query tile, no split)",
@@ -306,7 +309,7 @@ def draw_paged_ratio(ax, rows):
     ax.legend(handles=handles, fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
 
 
-def plot(rows, gpu, commit, path):
+def plot(rows, gpu, commit, path, csv_path):
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -330,7 +333,7 @@ def plot(rows, gpu, commit, path):
         axrow[0].legend(fontsize=7, loc="lower right")
     fig.suptitle(f"Decoding (d = 128): K/V bandwidth and the cost of paging ({gpu}, commit {commit})", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    provenance.savefig(fig, path, csv_path, dpi=110)
     return True
 
 
@@ -343,15 +346,16 @@ def main(argv):
     if not rows:
         print("report_decoding: no rows in " + " ".join(files), file=sys.stderr)
         return 1
-    with open(base + ".csv", "w", newline="") as out:
-        w = csv.DictWriter(out, fieldnames=list(rows[0].keys()))
-        w.writeheader()
-        w.writerows(rows)
+    if base + ".csv" not in files:  # regenerating from the results file itself leaves it as it is
+        with open(base + ".csv", "w", newline="") as out:
+            w = csv.DictWriter(out, fieldnames=list(rows[0].keys()))
+            w.writeheader()
+            w.writerows(rows)
     lines = markdown(rows, gpu, commit)
     with open(base + ".md", "w") as out:
         out.write("\n".join(lines) + "\n")
     print("\n".join(lines))
-    plot(rows, gpu, commit, base + ".png")
+    plot(rows, gpu, commit, base + ".png", base + ".csv")
     return 0
 
 
