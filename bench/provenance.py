@@ -3,7 +3,7 @@
 Every picture that the benchmark reports draw (report_decoding.py, report_backward.py,
 plot_bench.py, plot_cpu_bench.py) carries, in a PNG text chunk named "Source", the file name and
 the SHA-256 of the CSV whose rows it plots: "decoding_<date>_<gpu>.csv sha256:<64 hex digits>".
-tools/tests/check-results-pictures (ctest docs.results_pictures) recomputes the digest of every
+bench/check-results-pictures (ctest bench.results_pictures) recomputes the digest of every
 recorded picture's CSV, so that a picture copied from another run, or a table edited after its
 picture was drawn, cannot pass for the run's own: the plot and the table a reader compares come
 from the same rows.
