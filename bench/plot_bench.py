@@ -541,9 +541,7 @@ def main():
 
     if args.merged_csv == "auto":
         args.merged_csv = os.path.join(args.out_dir, stem + ".csv")
-    # Drawing a recorded run again from its own merged CSV leaves that file as it is.
-    rewrite = args.merged_csv and not any(os.path.abspath(c) == os.path.abspath(args.merged_csv) for c in args.csv)
-    if rewrite:
+    if args.merged_csv and not provenance.among(args.merged_csv, args.csv):  # a recorded run drawn again: its CSV stays
         cols = ["impl", "dtype", "d", "causal", "N", "B", "H", "ms", "tflops", "peak_mem_bytes",
                 "status", "max_abs_err", "measured_mem_bytes", "reps"]
         with open(args.merged_csv, "w", newline="") as f:

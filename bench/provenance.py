@@ -40,12 +40,26 @@ def parse(source):
     return name, digest
 
 
+def among(path, paths):
+    """Whether path is one of paths (as files: "./x.csv" is "x.csv"). A report drawn again from a
+    recorded run reads the CSV it would write, and leaves it as it is."""
+    return any(os.path.abspath(p) == os.path.abspath(path) for p in paths)
+
+
 def savefig(fig, path, csv_path, **kwargs):
     """fig.savefig(path, **kwargs) with the Source chunk naming csv_path, which must be written
     (complete) before the picture is; csv_path None (a picture of several raw tables, which
     bench/results/ never holds) saves it without one."""
     metadata = {KEY: describe(csv_path)} if csv_path else None
     fig.savefig(path, metadata=metadata, **kwargs)
+
+
+def mismatch(png_path, csv_path):
+    """None when the picture names csv_path (its file name) with the file's current digest; else
+    what it names instead, for a test's message."""
+    named = parse(text_chunks(png_path).get(KEY, ""))
+    own = (os.path.basename(csv_path), sha256_of(csv_path))
+    return None if named == own else f"{png_path} names {named}, not its table {own}"
 
 
 def text_chunks(png_path):

@@ -154,7 +154,7 @@ def main(argv):
         return 2
     base, gpu, commit, files = argv[1], argv[2], argv[3], argv[4:]
     rows = load(files)
-    if base + ".csv" not in files:  # regenerating from the results file itself leaves it as it is
+    if not provenance.among(base + ".csv", files):  # a recorded run drawn again: its CSV stays
         with open(base + ".csv", "w", newline="") as out:
             w = csv.DictWriter(out, fieldnames=FIELDS)
             w.writeheader()

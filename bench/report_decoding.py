@@ -346,7 +346,7 @@ def main(argv):
     if not rows:
         print("report_decoding: no rows in " + " ".join(files), file=sys.stderr)
         return 1
-    if base + ".csv" not in files:  # regenerating from the results file itself leaves it as it is
+    if not provenance.among(base + ".csv", files):  # a recorded run drawn again: its CSV stays
         with open(base + ".csv", "w", newline="") as out:
             w = csv.DictWriter(out, fieldnames=list(rows[0].keys()))
             w.writeheader()
