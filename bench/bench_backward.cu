@@ -1,8 +1,8 @@
 // bench_backward: lab 7's GPU backward pass (and lab 9's Hopper backward, atomic and deterministic
-// dQ, where it is built and the GPU is an H100 or H200), timed, next to lab 5's forward (and lab 8's, on an H100 or H200) on the
-// same shapes (the FA1 paper's forward + backward view), in the configurations of bench_attention: bf16,
-// B * N = 16k tokens, H * d = 2048, d in {64, 128}, N in {1k, 2k, 4k, 8k} (quick: 1k and 4k),
-// causal and not.
+// dQ, where it is built and the GPU is an H100 or H200), timed, next to lab 5's forward (and lab
+// 8's, on an H100 or H200) on the same shapes (the FA1 paper's forward + backward view), in the
+// configurations of bench_attention: bf16, B * N = 16k tokens, H * d = 2048, d in {64, 128}, N in
+// {1k, 2k, 4k, 8k} (quick: 1k and 4k), causal and not.
 //
 //   bench_backward --out results.csv [--quick] [--budget-s 120] [--max-reps 20]
 //                  [--impls lab5,lab8,lab7,lab7-cuda-cores,lab9,lab9-deterministic] [--ds 64,128]

@@ -71,9 +71,8 @@ struct PagedOptions {
 // 64 rows, the m dimension of tensor-core mma tiles: a group with more rows reads its K/V once
 // per 64 rows). The keys are cut into num_splits chunks per sequence, merged as in part 1.
 // Q K^T and P V on tensor cores (bf16 or fp16 inputs, fp32 accumulation), the softmax in fp32;
-// O rounded once. A row
-// that sees no key gets O = 0 and lse = -inf. Launches on options.stream, returns without
-// synchronising. Throws course::BadInput (check_paged_decoding) and std::runtime_error naming the
+// O rounded once. A row that sees no key gets O = 0 and lse = -inf. Launches on options.stream,
+// returns without synchronising. Throws course::BadInput (check_paged_decoding) and std::runtime_error naming the
 // call when a CUDA call fails.
 void paged_decode(const void* Q, const PagedCache& cache, void* O, float* lse, DType dtype,
                   const PagedShape& shape, const PagedOptions& options);

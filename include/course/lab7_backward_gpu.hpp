@@ -54,8 +54,8 @@ std::size_t backward_workspace_bytes(const AttentionShape& shape);
 // course::BadInput for bad shapes (B, H, Nq or Nk < 1, B * H > 65535), an unsupported d, a dtype
 // the kernel does not take, null or misaligned pointers, a scale that is negative or not finite,
 // or a workspace that is missing, misaligned or too small, or options.deterministic (lab 9's; the
-// checks are course::check_backward's, with kLab7Rules, in course/attention.hpp), and std::runtime_error (naming the call) when a CUDA
-// call fails.
+// checks are course::check_backward's, with kLab7Rules, in course/attention.hpp), and
+// std::runtime_error (naming the call) when a CUDA call fails.
 void flash_attention_backward(const void* Q, const void* K, const void* V, const void* O,
                               const void* dO, const float* lse, void* dQ, void* dK, void* dV,
                               DType dtype, const AttentionShape& shape,
