@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "course/errors.hpp"
+#include "compute_sanitizer.hpp"
 #include "gpu_harness.hpp"
 #include "lab_process.hpp"
 #include "paged_wire.hpp"
@@ -351,6 +352,25 @@ TEST_CASE("paged: split counts 1 to 64 and the library's own choice, long caches
   for (int splits : {1, 2, 7, 64}) check(paged(DType::bf16, 2, 8, 2, 1, 128, 64, {1000, 5}, false, splits));
   check(paged(DType::fp16, 2, 16, 2, 1, 128, 256, {9000, 4321}, false, 0));
   check(paged(DType::bf16, 1, 4, 1, 4, 64, 16, {5000}, true, 0));
+}
+
+TEST_CASE("paged: compute-sanitizer finds no race, barrier misuse or bad access" * grading::points(2, kPages)) {
+  gpu_grading::require_device();
+  // append_kv, the splits and the merge on small problems under compute-sanitizer
+  // (grader/gpu/compute_sanitizer.hpp). One split per sequence, so that the key loop ends in the
+  // ring's first buffer (1 and 7 tiles of 64 keys at d = 128, three buffers; 5 at d = 64, four)
+  // and in another (3 tiles at d = 64): the ring is reused for the warps' combine, and a combine
+  // that starts before every warp has read the last tile is a race racecheck sees. Pages of 16
+  // rows (every tile straddles pages), lengths below Nq, causal and not.
+  Paged appended = paged(DType::bf16, 3, 8, 2, 4, 128, 16, {48, 31, 440}, true, 1);
+  appended.append = true;
+  const std::vector<Paged> shapes = {appended, paged(DType::fp16, 2, 8, 1, 2, 64, 64, {300, 129}, false, 1),
+                                     paged(DType::bf16, 2, 4, 2, 4, 128, 16, {2, 100}, true, 2)};
+  std::string described;
+  for (const Paged& t : shapes) described += (described.empty() ? "" : "; ") + t.describe();
+  gpu_grading::check_under_compute_sanitizer({"paged_decode, append_kv", "bf16, fp16", {}, described}, [&] {
+    for (const Paged& t : shapes) check(t);
+  });
 }
 
 namespace {
