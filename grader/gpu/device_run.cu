@@ -140,8 +140,8 @@ Run run_guarded(const std::vector<std::span<const std::uint8_t>>& inputs,
   // cudaMemset and cudaMemcpy run on the legacy default stream, which the lab's non-blocking
   // stream does not wait for: all of it must have landed before the launch.
   check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize before the launch");
-  cudaStream_t stream;
-  check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  const OwnedStream lab_stream;
+  const cudaStream_t stream = lab_stream.get();
   Run r;
   for (std::size_t bytes : output_bytes) r.outputs.emplace_back(bytes);
   try {
@@ -158,10 +158,8 @@ Run run_guarded(const std::vector<std::span<const std::uint8_t>>& inputs,
     check_cuda(cudaGetLastError(), "the kernel (cudaGetLastError)");
   } catch (...) {
     release.raise();
-    cudaStreamDestroy(stream);
     throw;
   }
-  cudaStreamDestroy(stream);
   for (std::size_t i = 0; i < in.size(); ++i) {
     r.inputs_unchanged = r.inputs_unchanged && in[i]->download_equals(inputs[i]);
     r.wrote_only_outputs = r.wrote_only_outputs && in[i]->guards_intact();

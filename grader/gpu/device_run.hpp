@@ -23,6 +23,20 @@
 
 namespace gpu_lab {
 
+// A non-blocking stream destroyed when it goes out of scope, also when a check on the way throws
+// (a lab process answers many requests: a stream lost per failing call would pile up).
+class OwnedStream {
+ public:
+  OwnedStream() { course::check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate"); }
+  ~OwnedStream() { cudaStreamDestroy(stream_); }
+  OwnedStream(const OwnedStream&) = delete;
+  OwnedStream& operator=(const OwnedStream&) = delete;
+  cudaStream_t get() const { return stream_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
 struct Result {
   std::vector<std::uint8_t> O;  // [B, H, Nq, d] in the dtype's bits
   std::vector<float> lse;       // [B, H, Nq]

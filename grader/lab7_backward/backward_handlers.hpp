@@ -11,6 +11,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "course/lab7_backward_gpu.hpp"
@@ -53,8 +54,8 @@ void backward(isolation::Packet& args, isolation::Packet& out) {
     check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute(SMs)");
     sms_held = beside == Beside::half_the_sms ? sms / 2 : sms - 8;
   }
-  cudaStream_t other = nullptr;  // the holding kernel's stream
-  if (sms_held > 0) check_cuda(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking), "cudaStreamCreate");
+  std::optional<gpu_lab::OwnedStream> other;  // the holding kernel's stream
+  if (sms_held > 0) other.emplace();
   const course::AttentionShape shape = shape_of(c);
   const std::size_t q_bytes = std::size_t(c.B) * c.H * c.Nq * c.d * course::dtype_bytes(c.dtype);
   const std::size_t k_bytes = std::size_t(c.B) * c.H * c.Nk * c.d * course::dtype_bytes(c.dtype);
@@ -74,11 +75,10 @@ void backward(isolation::Packet& args, isolation::Packet& out) {
         options.stream = stream;
         options.kernel = kernel_of(c);
         options.deterministic = kDeterministic;
-        if (sms_held > 0) gpu_lab::hold_sms(sms_held, 2'000'000, other);
+        if (other) gpu_lab::hold_sms(sms_held, 2'000'000, other->get());
         kBackward(in[0], in[1], in[2], in[3], in[4], static_cast<const float*>(in[5]), o[0], o[1], o[2], c.dtype,
                   shape, options);
       });
-  if (other) cudaStreamDestroy(other);  // run_guarded waited for the whole device
   for (const auto& bytes : run.outputs) gpu_wire::put_bytes(out, bytes);
   out.put<std::uint8_t>(run.inputs_unchanged);
   out.put<std::uint8_t>(run.wrote_only_outputs);
