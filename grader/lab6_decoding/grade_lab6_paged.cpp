@@ -45,7 +45,10 @@ struct Paged {
   int num_splits = 4;
   bool append = false;
   bool shuffle = true;
-  std::vector<int> seqlens;
+  std::vector<int> seqlens;         // the rows each sequence's pages hold
+  std::vector<int> device_seqlens;  // the lengths the call gets, where they differ (clamped by it)
+
+  const std::vector<int>& lengths_sent() const { return device_seqlens.empty() ? seqlens : device_seqlens; }
 
   int max_len() const { return *std::max_element(seqlens.begin(), seqlens.end()); }
   int max_pages() const { return (max_len() + page_size - 1) / page_size + spare_slots; }
@@ -65,8 +68,8 @@ struct Paged {
                     std::to_string(page_size) + (causal ? " causal" : "") +
                     (shuffle ? " pages shuffled" : " pages in order") + " num_splits=" + std::to_string(num_splits) +
                     ", seqlens=[";
-    for (std::size_t b = 0; b < seqlens.size(); ++b) s += (b ? ", " : "") + std::to_string(seqlens[b]);
-    return s + "])";
+    for (std::size_t b = 0; b < seqlens.size(); ++b) s += (b ? ", " : "") + std::to_string(lengths_sent()[b]);
+    return s + "]" + (device_seqlens.empty() ? "" : ", capacity " + std::to_string(max_pages() * page_size)) + ")";
   }
 };
 
@@ -171,7 +174,7 @@ PagedOutputs run_paged(const Paged& t, const PagedInputs& in) {
   gpu_wire::put_bytes(args, in.k_pool_bytes);
   gpu_wire::put_bytes(args, in.v_pool_bytes);
   gpu_wire::put_bytes(args, paged_wire::bytes_of_ints(in.table));
-  gpu_wire::put_bytes(args, paged_wire::bytes_of_ints(t.seqlens));
+  gpu_wire::put_bytes(args, paged_wire::bytes_of_ints(t.lengths_sent()));
   if (t.append) {
     gpu_wire::put_bytes(args, in.k_new_bytes);
     gpu_wire::put_bytes(args, in.v_new_bytes);
@@ -207,7 +210,8 @@ gpu_grading::Reference paged_reference(const Paged& t, const PagedInputs& in) {
   const int group = t.H_q / t.H_kv;
   double q_norm = 0, k_norm = 0;
   for (int b = 0; b < t.B; ++b) {
-    const int len = std::clamp(t.seqlens[std::size_t(b)], 0, t.max_pages() * t.page_size);
+    // The API's rule for lengths on the device: clamped into [0, capacity].
+    const int len = std::clamp(t.lengths_sent()[std::size_t(b)], 0, t.max_pages() * t.page_size);
     for (int h = 0; h < t.H_q; ++h) {
       const int row0 = (b * t.H_q + h) * t.Nq;
       Eigen::MatrixXd q(t.Nq, t.d);
@@ -306,6 +310,13 @@ TEST_CASE("paged: lengths per sequence, 0, 1 and not multiples of the page or of
     for (int ps : {16, 64})
       for (int splits : {1, 3, 16}) check(paged(dtype, 10, 2, 1, 1, 64, ps, lens, false, splits));
   check(paged(DType::bf16, 3, 8, 2, 4, 128, 256, {300, 37, 257}, true, 5));
+  // Lengths on the device are clamped into [0, capacity] (course/lab6_paged.hpp): a length past
+  // the capacity reads the sequence's whole cache and no further (here the next slot would be
+  // the next sequence's first page), a negative one reads nothing.
+  Paged clamped = paged(DType::bf16, 3, 4, 2, 1, 64, 16, {320, 37, 100});
+  clamped.spare_slots = 0;  // capacity 320: the first sequence's pages are full
+  clamped.device_seqlens = {320 + 16, -5, 100};
+  check(clamped);
 }
 
 TEST_CASE("paged: GQA groups 1 (MHA), 4, 8 and MQA, one read of K/V per group" * grading::points(3, kPages)) {
