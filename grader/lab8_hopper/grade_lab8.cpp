@@ -10,6 +10,7 @@
 // solution runs at 0.93-1.04x cuDNN, so full points mean about 0.8x cuDNN or better).
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -91,6 +92,28 @@ void causal_unequal(DType dtype, Version v = Version::best) {
     }
 }
 
+// Many work tiles: 128 heads of a few query tiles each, 384-640 work tiles in all, so that step 9's
+// persistent CTAs (one per SM: 132 on an H100 or H200) each take several, one after another, with
+// the barrier phases carried from one to the next. In bf16 (the GPU fp64 reference).
+std::vector<Config> many_work_tiles() {
+  std::vector<Config> out;
+  // (Nq, Nk, d, causal): full tiles and partial ones; causal with Nq > Nk, where whole work
+  // tiles see no key (no K/V tile at all), between work tiles that do.
+  for (auto [nq, nk, d, causal] : {std::tuple{520, 520, 128, true}, std::tuple{700, 300, 64, true},
+                                   std::tuple{600, 1100, 128, false}, std::tuple{400, 400, 64, false}}) {
+    Config c;
+    c.B = 4;
+    c.H = 32;
+    c.Nq = nq;
+    c.Nk = nk;
+    c.d = d;
+    c.dtype = DType::bf16;
+    c.causal = causal;
+    out.push_back(c);
+  }
+  return out;
+}
+
 // Bad arguments in the lab process: a Q pointer 2 bytes past a 16-byte boundary.
 void call_with_misaligned_q(const Config& c) {
   isolation::Packet args;
@@ -139,6 +162,7 @@ TEST_CASE("staircase: every version matches the reference" * grading::points(3))
     c.dtype = DType::fp16;
     c.causal = true;
     check(c, v);
+    for (const Config& many : many_work_tiles()) check(many, v);
   }
 }
 
@@ -178,12 +202,19 @@ TEST_CASE("races: compute-sanitizer finds no race, barrier misuse or bad access"
   shapes[0].H = 2, shapes[0].Nq = shapes[0].Nk = 300, shapes[0].d = 64, shapes[0].causal = true;
   shapes[0].dtype = DType::bf16;
   shapes[1].Nq = 130, shapes[1].Nk = 520, shapes[1].d = 128, shapes[1].dtype = DType::fp16;
+  // Step 9 also on more work tiles than SMs (one K/V tile each, to stay quick under the tools),
+  // so that some persistent CTAs take a second work tile.
+  Config persistent;
+  persistent.H = 150, persistent.Nq = persistent.Nk = 100, persistent.d = 128;
+  persistent.dtype = DType::bf16;
   gpu_grading::check_under_compute_sanitizer(
       {"flash_attention_forward", "bf16, fp16", {1, 2, 300, 64},
-       "every version; " + shapes[0].describe() + "; " + shapes[1].describe()},
+       "every version; " + shapes[0].describe() + "; " + shapes[1].describe() + "; persistent also " +
+           persistent.describe()},
       [&] {
         for (Version v : course::lab8::kAllVersions)
           for (const Config& c : shapes) check(c, v);
+        check(persistent, Version::persistent);
       });
 }
 

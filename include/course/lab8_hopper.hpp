@@ -26,6 +26,7 @@ enum class Version {
   intra_wg_overlap,  // 6: + S_{j+1} = Q K^T and O += P_j V_j issued together; softmax under P V
   pingpong,          // 7: + the consumer warpgroups take turns on the tensor cores
   exp2_poly,         // 8: + 2 in 8 of the softmax's 2^x from a polynomial on the FMA pipes, not MUFU
+  persistent,        // 9: step 7 with one CTA per SM taking work tiles: loads overlap the epilogue
   best = pingpong,   // until step 8 is measured faster on the H200 (bench/results/lab8_*.md)
 };
 

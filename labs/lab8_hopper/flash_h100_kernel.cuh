@@ -2,7 +2,7 @@
 //
 // One kernel template, `flash_h100_forward_kernel<Cfg, Step, T>`, built from small device
 // functions. Cfg is the tile shape (TileConfig), Step the traits type of one step of the
-// staircase (flash_h100_config.cuh: V1_Wgmma .. V7_Pingpong), whose flags switch each
+// staircase (flash_h100_config.cuh: V1_Wgmma .. V9_Persistent), whose flags switch each
 // idea on with `if constexpr`; T the 16-bit element type. The pieces it uses live in
 //   flash_h100_config.cuh   the steps, TileConfig, the shared-memory layout, KernelParams
 //   flash_h100_load.cuh     16-byte loads into the swizzle, TMA tile copies, the barrier wait
@@ -257,14 +257,29 @@ struct ConsumerRows {
 //   empty: count = consumer warps -- each consumer warp arrives once it has finished reading
 //          the stage (the tile may be overwritten).
 // Use u = 0, 1, 2, ... of a stage is phase u of its barriers: tile t uses stage t % kStages in
-// phase t / kStages, and a wait names the phase by its parity (t / kStages) & 1.
+// phase t / kStages, and a wait names the phase by its parity (t / kStages) & 1. From step 9 on
+// t counts the K/V tiles of every work tile the CTA has taken so far, not of the current one: the
+// barriers do not start again at phase 0 when a new work tile begins (KvSlot).
+// Q has its full barrier, and from step 9 on an empty one too (one arrival per consumer warp once
+// its last S = Q K^T of the work tile has completed): the CTA's work tile w is Q's use w.
 template <int kStages>
 struct StageBarriers {
   uint64_t q_full;
+  uint64_t q_empty;
   uint64_t k_full[kStages];
   uint64_t v_full[kStages];
   uint64_t k_empty[kStages];
   uint64_t v_empty[kStages];
+};
+
+// Where the CTA's K/V tile number `count` lives (counting across work tiles from step 9 on): its
+// stage, and the parity of the phase of that stage's barriers that the tile completes.
+template <int kStages>
+struct KvSlot {
+  int stage;
+  uint32_t parity;
+  __device__ __forceinline__ explicit KvSlot(int count)
+      : stage(count % kStages), parity(uint32_t(count / kStages) & 1) {}
 };
 
 // A consumer warp gives a stage back. Called after the wgmma_wait_group that covers the warp's
@@ -281,19 +296,21 @@ __device__ __forceinline__ void release_stage(uint64_t* empty_barrier) {
 // released the stage's previous tile. The producer's first pass waits on parity 1 of a fresh
 // barrier, which refers to the phase before phase 0 and counts as complete: no stage has been
 // used yet (micro-test 6 checks this on the device).
+// Step 9 calls it once per work tile: kv_before is the number of K/V tiles the CTA loaded for
+// its earlier work tiles (0 before step 9), which says where this work tile's first K/V tile goes.
 template <class Cfg, class Step>
 __device__ __forceinline__ void produce_tiles(const CUtensorMap& q_map, const CUtensorMap& k_map,
                                               const CUtensorMap& v_map, unsigned char* smem,
                                               StageBarriers<SmemLayout<Cfg, Step>::kStages>& bar,
-                                              int q0, int head, int n_tiles) {
+                                              int q0, int head, int n_tiles, int kv_before) {
   using Smem = SmemLayout<Cfg, Step>;
   constexpr int kStages = Smem::kStages;
   constexpr int M = Cfg::kBlockM, N = Cfg::kBlockN, D = Cfg::kHeadDim;
   // TODO: produce_tiles (see the lab README)
   // line 4: arrive_expect_tx(q_full, Q's bytes), tma_load_tile<M, D> of Q_i
-  // line 7, for every tile t: stage t % kStages, phase (t / kStages) & 1; wait on k_empty of the
-  // stage with parity phase ^ 1, arrive_expect_tx(k_full, one tile's bytes), tma_load_tile<N, D>
-  // of K_t; the same for V on v_empty / v_full
+  // line 7, for every tile t: KvSlot(kv_before + t) gives the stage and the phase's parity;
+  // wait on k_empty of the stage with parity ^ 1, arrive_expect_tx(k_full, one tile's bytes),
+  // tma_load_tile<N, D> of K_t; the same for V on v_empty / v_full
 }
 
 // A consumer warpgroup: 64 query rows, FA2 Algorithm 1 lines 5-15 on tiles someone else loads.
@@ -310,7 +327,7 @@ __device__ __forceinline__ void consume_tiles(const unsigned char* smem,
   const ConsumerRows<Cfg, Step, T> rows(params, q0, head, consumer);
   const uint32_t q_tile = smem_address(smem);
   // TODO: consume_tiles (see the lab README)
-  // line 5: o = 0, row_max = -inf, row_sum = 0; wait for Q (q_full, parity 0)
+  // line 5: o = 0, row_max = -inf, row_sum = 0 (the caller has waited for Q)
   // per tile j (stage j % kStages, parity (j / kStages) & 1): wait k_full; compute_scores (its
   // wait_group<0> ends this warpgroup's reads of K); release_stage(k_empty); rows.mask(s, j);
   // online_softmax; pack_p; wait v_full; accumulate_pv; release_stage(v_empty)
@@ -343,11 +360,14 @@ __device__ __forceinline__ void pass_turn(int consumer) {
 // rescaled (line 10) only when that product has finished (wait_group<0>), and P_j packed only
 // then, since the product still reads P_{j-1}'s registers. Tile 0's scores form the prologue, the
 // last tile's P V the epilogue. Each consumer issues n_tiles + 1 times (step 7 alternates them).
+// Q has landed when it is called. Step 9 calls it once per work tile, with kv_before the K/V
+// tiles the CTA consumed for its earlier work tiles (0 before step 9), and gives Q back as soon
+// as the last S = Q K^T has completed, so that the next work tile's Q loads under the epilogue.
 template <class Cfg, class Step, class T>
 __device__ __forceinline__ void consume_tiles_overlapped(const unsigned char* smem,
                                                          StageBarriers<SmemLayout<Cfg, Step>::kStages>& bar,
                                                          const KernelParams& params, int q0, int head,
-                                                         int consumer, int n_tiles) {
+                                                         int consumer, int n_tiles, int kv_before) {
   using Smem = SmemLayout<Cfg, Step>;
   constexpr int kStages = Smem::kStages;
   constexpr int N = Cfg::kBlockN, D = Cfg::kHeadDim;
@@ -358,16 +378,106 @@ __device__ __forceinline__ void consume_tiles_overlapped(const unsigned char* sm
   const auto v_tile = [&](int stage) { return smem_address(smem + Smem::v_offset(stage)); };
   const auto pass = [&] { pass_turn<Step, Cfg::kWarpgroups>(consumer); };
   // TODO: consume_tiles_overlapped (see the lab README)
-  // line 5 and the wait for Q as step 4; if n_tiles > 0:
+  // line 5 as step 4; tile j's stage and parity are KvSlot(kv_before + j)'s; if n_tiles > 0:
   // prologue (tile 0): wait k_full; [turn] issue_scores; wait_group<0>; release K; rows.mask;
   // softmax_tile (alpha unused: O is still 0); pack_p
   // j = 1 .. n_tiles-1: wait k_full of j and v_full of j-1; [turn] issue_scores (S_j), issue_pv
   // (P_{j-1} V_{j-1}); wait_group<1>, fence s; release K_j; rows.mask; softmax_tile -> alpha;
   // wait_group<0>, fence o; release V_{j-1}; rescale_output(o, alpha); pack_p
+  // step 9: release q_empty (every S of this work tile has completed; also when n_tiles == 0)
   // epilogue: wait v_full of the last tile; [turn] issue_pv; wait_group<0>; release V
   // [turn] = take_turn before the issue, pass after it (the last consumer, kLast, not after its
   // last turn); kLast passes once before the prologue
   // lines 12-15: rows.store
+}
+
+// ------------------------------------------------------------------------------------------
+// Step 9: persistent CTAs, one per SM, each doing its share of the work tiles in turn
+// ------------------------------------------------------------------------------------------
+
+// One work tile: a query tile of one head, and the K/V tiles it visits.
+struct WorkTile {
+  int q0;       // its first query row
+  int head;     // b * H + h
+  int n_tiles;  // K/V tiles to visit (tiles_to_visit)
+};
+
+template <class Cfg, class Step>
+__device__ __forceinline__ WorkTile work_tile(const KernelParams& params, int q_block, int head) {
+  const int q0 = q_block * Cfg::kBlockM;
+  return {q0, head, tiles_to_visit<Cfg, Step>(q0, params.nq, params.nk, params.causal)};
+}
+
+// Step 9's schedule, fixed before the launch, so that the producer and the consumers walk it
+// each on their own and never need to tell each other which work tile comes next. The work is
+// cut into items of equal cost, and CTA c does items c, c + gridDim.x, c + 2 gridDim.x, ...:
+//   - not causal: an item is one query tile of one head (every one visits every K/V tile);
+//   - causal: an item is a pair of query tiles of one head, the i-th from the end (which sees
+//     the most keys) and then the i-th from the start (which sees the fewest): each pair visits
+//     about as many K/V tiles as any other, where single tiles would give some CTAs all the long
+//     ones. With an odd number of query tiles the middle one is an item of its own.
+// Items are numbered head by head, so that the CTAs working at one time share a few heads' K and
+// V in L2, as the grid of steps 1-8 is ordered.
+template <class Cfg, class Step>
+struct WorkSchedule {
+  const KernelParams& params;
+  int q_blocks;  // query tiles per head
+  int per_head;  // items per head
+  int items;     // items in all
+
+  __device__ __forceinline__ explicit WorkSchedule(const KernelParams& p)
+      : params(p),
+        q_blocks(query_tiles(p.nq)),
+        per_head(items_per_head(q_blocks, p.causal)),
+        items(per_head * p.batch_heads) {}
+
+  // Also what the launch needs to size the grid.
+  __host__ __device__ static int query_tiles(int nq) { return (nq + Cfg::kBlockM - 1) / Cfg::kBlockM; }
+  __host__ __device__ static int items_per_head(int q_blocks, bool causal) {
+    return causal ? (q_blocks + 1) / 2 : q_blocks;
+  }
+
+  // The work tiles of an item: 2 for a causal pair, 1 otherwise.
+  __device__ __forceinline__ int tiles_in(int item) const {
+    const int i = item % per_head;
+    return params.causal && i != q_blocks - 1 - i ? 2 : 1;
+  }
+
+  // Work tile t (0 or 1) of an item.
+  __device__ __forceinline__ WorkTile tile(int item, int t) const {
+    const int head = item / per_head, i = item % per_head;
+    const int q_block = !params.causal ? i : t == 0 ? q_blocks - 1 - i : i;
+    return work_tile<Cfg, Step>(params, q_block, head);
+  }
+};
+
+// Step 9's producer: step 4's, once per work tile of the CTA's share. Before it brings a work
+// tile's Q it waits until every consumer warp has given the previous Q back (q_empty), and it
+// counts the K/V tiles it has loaded so that the stages and phases carry on where the previous
+// work tile left them.
+template <class Cfg, class Step>
+__device__ __forceinline__ void produce_work_tiles(const CUtensorMap& q_map, const CUtensorMap& k_map,
+                                                   const CUtensorMap& v_map, unsigned char* smem,
+                                                   StageBarriers<SmemLayout<Cfg, Step>::kStages>& bar,
+                                                   const KernelParams& params) {
+  const WorkSchedule<Cfg, Step> schedule(params);
+  // TODO: produce_work_tiles (see the lab README)
+  // q_uses = 0, kv_loaded = 0; for item = blockIdx.x, + gridDim.x, ... below schedule.items, for
+  // each of its schedule.tiles_in(item) work tiles w: wait q_empty with parity (q_uses & 1) ^ 1;
+  // produce_tiles for w with kv_before = kv_loaded; kv_loaded += w.n_tiles; ++q_uses
+}
+
+// Step 9's consumer warpgroup: the same walk through the CTA's share, step 7's loop on each work
+// tile once its Q has landed, with the K/V count carried on.
+template <class Cfg, class Step, class T>
+__device__ __forceinline__ void consume_work_tiles(const unsigned char* smem,
+                                                   StageBarriers<SmemLayout<Cfg, Step>::kStages>& bar,
+                                                   const KernelParams& params, int consumer) {
+  const WorkSchedule<Cfg, Step> schedule(params);
+  // TODO: consume_work_tiles (see the lab README)
+  // the producer's walk; for each work tile w: wait q_full with parity q_uses & 1;
+  // consume_tiles_overlapped for w with kv_before = kv_used (it gives Q back); kv_used +=
+  // w.n_tiles; ++q_uses
 }
 
 // Step 4's CTA: warpgroup 0 produces, warpgroups 1..kWarpgroups consume (64 query rows each).
@@ -388,20 +498,21 @@ __device__ __forceinline__ void forward_warp_specialized(const CUtensorMap& q_ma
       (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   __shared__ __align__(8) StageBarriers<kStages> bar;
 
-  const int head = blockIdx.y;  // b * H + h
-  // Step 5, causal: the last query tiles see the most keys; launching them first keeps the SMs
-  // busy at the end of the grid with the short tiles instead of the long ones (as lab 5).
+  // Steps 4-8: the CTA's work tile is its place in the grid. Step 5, causal: the last query tiles
+  // see the most keys; launching them first keeps the SMs busy at the end of the grid with the
+  // short tiles instead of the long ones (as lab 5). Step 9 walks its share of WorkSchedule.
   const int q_block = Step::causal_skip && params.causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
-  const int q0 = q_block * Cfg::kBlockM;
-  const int n_tiles = tiles_to_visit<Cfg, Step>(q0, params.nq, params.nk, params.causal);
+  const WorkTile own = work_tile<Cfg, Step>(params, q_block, blockIdx.y);
   const int warpgroup = __shfl_sync(0xffffffffu, int(threadIdx.x) / 128, 0);
   // TODO: forward_warp_specialized (see the lab README)
-  // thread 0: mbarrier_init q_full, k_full, v_full with count 1, k_empty and v_empty with one
-  // arrival per consumer warp; fence_mbarrier_init; __syncthreads (the last one)
+  // thread 0: mbarrier_init q_full, k_full, v_full with count 1, q_empty, k_empty and v_empty
+  // with one arrival per consumer warp; fence_mbarrier_init; __syncthreads (the last one)
   // warpgroup 0: setmaxnreg_dec<Budget::kProducer>; in warp 0, elect_one_sync() picks the thread
-  // that prefetches the maps and runs produce_tiles; everyone else in warpgroup 0 is done
-  // warpgroups 1..: setmaxnreg_inc<Budget::kConsumer>; consume_tiles (steps 6-8:
-  // consume_tiles_overlapped) as consumer warpgroup - 1
+  // that prefetches the maps and runs produce_tiles for `own` (step 9: produce_work_tiles);
+  // everyone else in warpgroup 0 is done
+  // warpgroups 1..: setmaxnreg_inc<Budget::kConsumer>; as consumer warpgroup - 1, wait for Q
+  // (q_full, parity 0), then consume_tiles (steps 6-8: consume_tiles_overlapped) for `own`;
+  // step 9: consume_work_tiles
 }
 
 // ------------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 // includes); this file checks the input, picks the tile configuration, builds the TMA tensor
 // maps for it and launches one instantiation per dtype, head dimension, version and tiles.
 // Compiled for sm_90a only (grader/lab8_hopper/CMakeLists.txt): wgmma exists nowhere else.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -45,8 +46,18 @@ TensorMaps make_maps(const KernelParams& params, int batch_heads) {
   return maps;
 }
 
-// Grid: x = query tiles, y = batch*head: the query tiles of one head are neighbours in launch
-// order, so the CTAs running at one time share that head's K and V in L2.
+// The SMs of the current device: step 9 launches one CTA on each.
+inline int multiprocessor_count() {
+  int device = 0, sms = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
+             "cudaDeviceGetAttribute(MultiProcessorCount)");
+  return sms;
+}
+
+// Steps 1-8. Grid: x = query tiles, y = batch*head: the query tiles of one head are neighbours in
+// launch order, so the CTAs running at one time share that head's K and V in L2.
+// Step 9: one CTA per SM, or one per item of WorkSchedule where there are fewer.
 template <class Cfg, class Step, class T>
 void launch_forward(const KernelParams& params, int batch_heads, cudaStream_t stream) {
   const TensorMaps maps = make_maps<Cfg, Step, T>(params, batch_heads);
@@ -55,7 +66,13 @@ void launch_forward(const KernelParams& params, int batch_heads, cudaStream_t st
   // Above 48 KB a kernel must opt in to its dynamic shared memory.
   check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes),
              "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
-  const dim3 grid((params.nq + Cfg::kBlockM - 1) / Cfg::kBlockM, batch_heads);
+  using Schedule = WorkSchedule<Cfg, Step>;
+  const int q_blocks = Schedule::query_tiles(params.nq);
+  dim3 grid(q_blocks, batch_heads);
+  if constexpr (Step::persistent) {
+    const int items = Schedule::items_per_head(q_blocks, params.causal) * batch_heads;
+    grid = dim3(std::min(items, multiprocessor_count()));
+  }
   kernel<<<grid, kThreadsOf<Cfg, Step>, smem_bytes, stream>>>(maps.q, maps.k, maps.v, params);
   check_cuda(cudaGetLastError(), "flash_h100_forward_kernel<<<...>>>");
 }
@@ -132,6 +149,8 @@ void dispatch_version(Version version, const KernelParams& params, int batch_hea
       return launch_shipped<kHeadDim, Version::pingpong, T>(params, batch_heads, stream);
     case Version::exp2_poly:
       return launch_shipped<kHeadDim, Version::exp2_poly, T>(params, batch_heads, stream);
+    case Version::persistent:
+      return launch_shipped<kHeadDim, Version::persistent, T>(params, batch_heads, stream);
   }
   throw BadInput("lab8::flash_attention_forward: unknown Version value");
 }
@@ -186,6 +205,7 @@ void flash_attention_forward(const void* Q, const void* K, const void* V, void* 
   params.causal = call.causal;
   params.scale = call.scale;
   params.scale_log2 = call.scale_log2;
+  params.batch_heads = call.batch_heads;
 
   const int bh = call.batch_heads;
   if (dtype == DType::bf16) {

@@ -2,7 +2,7 @@
 //
 // One kernel template, `flash_h100_forward_kernel<Cfg, Step, T>`, built from small device
 // functions. Cfg is the tile shape (TileConfig), Step the traits type of one step of the
-// staircase (flash_h100_config.cuh: V1_Wgmma .. V7_Pingpong), whose flags switch each
+// staircase (flash_h100_config.cuh: V1_Wgmma .. V9_Persistent), whose flags switch each
 // idea on with `if constexpr`; T the 16-bit element type. The pieces it uses live in
 //   flash_h100_config.cuh   the steps, TileConfig, the shared-memory layout, KernelParams
 //   flash_h100_load.cuh     16-byte loads into the swizzle, TMA tile copies, the barrier wait
@@ -409,14 +409,29 @@ struct ConsumerRows {
 //   empty: count = consumer warps -- each consumer warp arrives once it has finished reading
 //          the stage (the tile may be overwritten).
 // Use u = 0, 1, 2, ... of a stage is phase u of its barriers: tile t uses stage t % kStages in
-// phase t / kStages, and a wait names the phase by its parity (t / kStages) & 1.
+// phase t / kStages, and a wait names the phase by its parity (t / kStages) & 1. From step 9 on
+// t counts the K/V tiles of every work tile the CTA has taken so far, not of the current one: the
+// barriers do not start again at phase 0 when a new work tile begins (KvSlot).
+// Q has its full barrier, and from step 9 on an empty one too (one arrival per consumer warp once
+// its last S = Q K^T of the work tile has completed): the CTA's work tile w is Q's use w.
 template <int kStages>
 struct StageBarriers {
   uint64_t q_full;
+  uint64_t q_empty;
   uint64_t k_full[kStages];
   uint64_t v_full[kStages];
   uint64_t k_empty[kStages];
   uint64_t v_empty[kStages];
+};
+
+// Where the CTA's K/V tile number `count` lives (counting across work tiles from step 9 on): its
+// stage, and the parity of the phase of that stage's barriers that the tile completes.
+template <int kStages>
+struct KvSlot {
+  int stage;
+  uint32_t parity;
+  __device__ __forceinline__ explicit KvSlot(int count)
+      : stage(count % kStages), parity(uint32_t(count / kStages) & 1) {}
 };
 
 // A consumer warp gives a stage back. Called after the wgmma_wait_group that covers the warp's
@@ -436,19 +451,21 @@ __device__ __forceinline__ void release_stage(uint64_t* empty_barrier) {
 // released the stage's previous tile. The producer's first pass waits on parity 1 of a fresh
 // barrier, which refers to the phase before phase 0 and counts as complete: no stage has been
 // used yet (micro-test 6 checks this on the device).
+// Step 9 calls it once per work tile: kv_before is the number of K/V tiles the CTA loaded for
+// its earlier work tiles (0 before step 9), which says where this work tile's first K/V tile goes.
 template <class Cfg, class Step>
 __device__ __forceinline__ void produce_tiles(const CUtensorMap& q_map, const CUtensorMap& k_map,
                                               const CUtensorMap& v_map, unsigned char* smem,
                                               StageBarriers<SmemLayout<Cfg, Step>::kStages>& bar,
-                                              int q0, int head, int n_tiles) {
+                                              int q0, int head, int n_tiles, int kv_before) {
   using Smem = SmemLayout<Cfg, Step>;
   constexpr int kStages = Smem::kStages;
   constexpr int M = Cfg::kBlockM, N = Cfg::kBlockN, D = Cfg::kHeadDim;
   // BEGIN SOLUTION produce_tiles device
   //! line 4: arrive_expect_tx(q_full, Q's bytes), tma_load_tile<M, D> of Q_i
-  //! line 7, for every tile t: stage t % kStages, phase (t / kStages) & 1; wait on k_empty of the
-  //! stage with parity phase ^ 1, arrive_expect_tx(k_full, one tile's bytes), tma_load_tile<N, D>
-  //! of K_t; the same for V on v_empty / v_full
+  //! line 7, for every tile t: KvSlot(kv_before + t) gives the stage and the phase's parity;
+  //! wait on k_empty of the stage with parity ^ 1, arrive_expect_tx(k_full, one tile's bytes),
+  //! tma_load_tile<N, D> of K_t; the same for V on v_empty / v_full
   uint64_t* k_full = bar.k_full;  // the names step 3 uses
   uint64_t* v_full = bar.v_full;
   uint64_t* k_empty = bar.k_empty;
@@ -456,8 +473,9 @@ __device__ __forceinline__ void produce_tiles(const CUtensorMap& q_map, const CU
   mbarrier_arrive_expect_tx(&bar.q_full, Smem::kQBytes);
   tma_load_tile<M, D>(smem, &q_map, &bar.q_full, q0, head);
   for (int tile = 0; tile < n_tiles; ++tile) {
-    const int stage = tile % kStages;
-    const uint32_t phase = (tile / kStages) & 1;
+    const KvSlot<kStages> slot(kv_before + tile);
+    const int stage = slot.stage;
+    const uint32_t phase = slot.parity;
     // K first: the consumers need K_t before V_t (S = Q K^T comes first), and release it earlier.
     wait_barrier(&k_empty[stage], phase ^ 1);
     mbarrier_arrive_expect_tx(&k_full[stage], Smem::kTileBytes);
@@ -483,7 +501,7 @@ __device__ __forceinline__ void consume_tiles(const unsigned char* smem,
   const ConsumerRows<Cfg, Step, T> rows(params, q0, head, consumer);
   const uint32_t q_tile = smem_address(smem);
   // BEGIN SOLUTION consume_tiles device
-  //! line 5: o = 0, row_max = -inf, row_sum = 0; wait for Q (q_full, parity 0)
+  //! line 5: o = 0, row_max = -inf, row_sum = 0 (the caller has waited for Q)
   //! per tile j (stage j % kStages, parity (j / kStages) & 1): wait k_full; compute_scores (its
   //! wait_group<0> ends this warpgroup's reads of K); release_stage(k_empty); rows.mask(s, j);
   //! online_softmax; pack_p; wait v_full; accumulate_pv; release_stage(v_empty)
@@ -493,7 +511,6 @@ __device__ __forceinline__ void consume_tiles(const unsigned char* smem,
   for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
   float row_max[2] = {-INFINITY, -INFINITY};
   float row_sum[2] = {0.0f, 0.0f};
-  wait_barrier(&bar.q_full, 0);
 
   for (int j = 0; j < n_tiles; ++j) {
     const int stage = j % kStages;
@@ -550,11 +567,14 @@ __device__ __forceinline__ void pass_turn(int consumer) {
 // rescaled (line 10) only when that product has finished (wait_group<0>), and P_j packed only
 // then, since the product still reads P_{j-1}'s registers. Tile 0's scores form the prologue, the
 // last tile's P V the epilogue. Each consumer issues n_tiles + 1 times (step 7 alternates them).
+// Q has landed when it is called. Step 9 calls it once per work tile, with kv_before the K/V
+// tiles the CTA consumed for its earlier work tiles (0 before step 9), and gives Q back as soon
+// as the last S = Q K^T has completed, so that the next work tile's Q loads under the epilogue.
 template <class Cfg, class Step, class T>
 __device__ __forceinline__ void consume_tiles_overlapped(const unsigned char* smem,
                                                          StageBarriers<SmemLayout<Cfg, Step>::kStages>& bar,
                                                          const KernelParams& params, int q0, int head,
-                                                         int consumer, int n_tiles) {
+                                                         int consumer, int n_tiles, int kv_before) {
   using Smem = SmemLayout<Cfg, Step>;
   constexpr int kStages = Smem::kStages;
   constexpr int N = Cfg::kBlockN, D = Cfg::kHeadDim;
@@ -565,12 +585,13 @@ __device__ __forceinline__ void consume_tiles_overlapped(const unsigned char* sm
   const auto v_tile = [&](int stage) { return smem_address(smem + Smem::v_offset(stage)); };
   const auto pass = [&] { pass_turn<Step, Cfg::kWarpgroups>(consumer); };
   // BEGIN SOLUTION consume_tiles_overlapped device
-  //! line 5 and the wait for Q as step 4; if n_tiles > 0:
+  //! line 5 as step 4; tile j's stage and parity are KvSlot(kv_before + j)'s; if n_tiles > 0:
   //! prologue (tile 0): wait k_full; [turn] issue_scores; wait_group<0>; release K; rows.mask;
   //! softmax_tile (alpha unused: O is still 0); pack_p
   //! j = 1 .. n_tiles-1: wait k_full of j and v_full of j-1; [turn] issue_scores (S_j), issue_pv
   //! (P_{j-1} V_{j-1}); wait_group<1>, fence s; release K_j; rows.mask; softmax_tile -> alpha;
   //! wait_group<0>, fence o; release V_{j-1}; rescale_output(o, alpha); pack_p
+  //! step 9: release q_empty (every S of this work tile has completed; also when n_tiles == 0)
   //! epilogue: wait v_full of the last tile; [turn] issue_pv; wait_group<0>; release V
   //! [turn] = take_turn before the issue, pass after it (the last consumer, kLast, not after its
   //! last turn); kLast passes once before the prologue
@@ -580,7 +601,6 @@ __device__ __forceinline__ void consume_tiles_overlapped(const unsigned char* sm
   for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
   float row_max[2] = {-INFINITY, -INFINITY};
   float row_sum[2] = {0.0f, 0.0f};
-  wait_barrier(&bar.q_full, 0);
 
   if (n_tiles > 0) {
     float s[N / 2];
@@ -589,21 +609,23 @@ __device__ __forceinline__ void consume_tiles_overlapped(const unsigned char* sm
     if (consumer == kLast) pass();  // consumer 0 takes the first turn
 
     // Prologue, tile 0: line 8 and line 9 (O = 0: nothing to rescale yet).
-    wait_barrier(&bar.k_full[0], 0);
+    const KvSlot<kStages> first(kv_before);
+    wait_barrier(&bar.k_full[first.stage], first.parity);
     take_turn<Step>(consumer);
-    issue_scores<Cfg, T>(s, q_tile, k_tile(0), consumer);
+    issue_scores<Cfg, T>(s, q_tile, k_tile(first.stage), consumer);
     pass();
     wgmma_wait_group<0>();
     fence_operand(s);
-    release_stage(&bar.k_empty[0]);
+    release_stage(&bar.k_empty[first.stage]);
     rows.mask(s, 0);
     softmax_tile<N, Step::kPolyOf8>(s, row_max, row_sum, params.scale_log2, alpha);
     pack_p<N, T>(p, s);
 
     for (int j = 1; j < n_tiles; ++j) {
-      const int stage = j % kStages, prev = (j - 1) % kStages;
-      wait_barrier(&bar.k_full[stage], (j / kStages) & 1);
-      wait_barrier(&bar.v_full[prev], ((j - 1) / kStages) & 1);
+      const KvSlot<kStages> now(kv_before + j), before(kv_before + j - 1);
+      const int stage = now.stage, prev = before.stage;
+      wait_barrier(&bar.k_full[stage], now.parity);
+      wait_barrier(&bar.v_full[prev], before.parity);
       // Line 8 of tile j and line 10 of tile j-1, in flight together.
       take_turn<Step>(consumer);
       issue_scores<Cfg, T>(s, q_tile, k_tile(stage), consumer);
@@ -622,18 +644,135 @@ __device__ __forceinline__ void consume_tiles_overlapped(const unsigned char* sm
       pack_p<N, T>(p, s);
     }
 
+    // Step 9: every S = Q K^T of this work tile has completed; the producer may bring the next Q.
+    if constexpr (Step::persistent) release_stage(&bar.q_empty);
+
     // Epilogue: line 10 of the last tile.
-    const int last = n_tiles - 1, stage = last % kStages;
-    wait_barrier(&bar.v_full[stage], (last / kStages) & 1);
+    const KvSlot<kStages> last(kv_before + n_tiles - 1);
+    const int stage = last.stage;
+    wait_barrier(&bar.v_full[stage], last.parity);
     take_turn<Step>(consumer);
     issue_pv<Cfg, T>(o, p, v_tile(stage));
     if (consumer != kLast) pass();  // the last consumer's last turn has no one to pass to
     wgmma_wait_group<0>();
     fence_operand(o);
     release_stage(&bar.v_empty[stage]);
+  } else if constexpr (Step::persistent) {
+    release_stage(&bar.q_empty);  // no key to see: Q was never read
   }
 
   rows.store(o, row_max, row_sum);  // lines 12-15
+  // END SOLUTION
+}
+
+// ------------------------------------------------------------------------------------------
+// Step 9: persistent CTAs, one per SM, each doing its share of the work tiles in turn
+// ------------------------------------------------------------------------------------------
+
+// One work tile: a query tile of one head, and the K/V tiles it visits.
+struct WorkTile {
+  int q0;       // its first query row
+  int head;     // b * H + h
+  int n_tiles;  // K/V tiles to visit (tiles_to_visit)
+};
+
+template <class Cfg, class Step>
+__device__ __forceinline__ WorkTile work_tile(const KernelParams& params, int q_block, int head) {
+  const int q0 = q_block * Cfg::kBlockM;
+  return {q0, head, tiles_to_visit<Cfg, Step>(q0, params.nq, params.nk, params.causal)};
+}
+
+// Step 9's schedule, fixed before the launch, so that the producer and the consumers walk it
+// each on their own and never need to tell each other which work tile comes next. The work is
+// cut into items of equal cost, and CTA c does items c, c + gridDim.x, c + 2 gridDim.x, ...:
+//   - not causal: an item is one query tile of one head (every one visits every K/V tile);
+//   - causal: an item is a pair of query tiles of one head, the i-th from the end (which sees
+//     the most keys) and then the i-th from the start (which sees the fewest): each pair visits
+//     about as many K/V tiles as any other, where single tiles would give some CTAs all the long
+//     ones. With an odd number of query tiles the middle one is an item of its own.
+// Items are numbered head by head, so that the CTAs working at one time share a few heads' K and
+// V in L2, as the grid of steps 1-8 is ordered.
+template <class Cfg, class Step>
+struct WorkSchedule {
+  const KernelParams& params;
+  int q_blocks;  // query tiles per head
+  int per_head;  // items per head
+  int items;     // items in all
+
+  __device__ __forceinline__ explicit WorkSchedule(const KernelParams& p)
+      : params(p),
+        q_blocks(query_tiles(p.nq)),
+        per_head(items_per_head(q_blocks, p.causal)),
+        items(per_head * p.batch_heads) {}
+
+  // Also what the launch needs to size the grid.
+  __host__ __device__ static int query_tiles(int nq) { return (nq + Cfg::kBlockM - 1) / Cfg::kBlockM; }
+  __host__ __device__ static int items_per_head(int q_blocks, bool causal) {
+    return causal ? (q_blocks + 1) / 2 : q_blocks;
+  }
+
+  // The work tiles of an item: 2 for a causal pair, 1 otherwise.
+  __device__ __forceinline__ int tiles_in(int item) const {
+    const int i = item % per_head;
+    return params.causal && i != q_blocks - 1 - i ? 2 : 1;
+  }
+
+  // Work tile t (0 or 1) of an item.
+  __device__ __forceinline__ WorkTile tile(int item, int t) const {
+    const int head = item / per_head, i = item % per_head;
+    const int q_block = !params.causal ? i : t == 0 ? q_blocks - 1 - i : i;
+    return work_tile<Cfg, Step>(params, q_block, head);
+  }
+};
+
+// Step 9's producer: step 4's, once per work tile of the CTA's share. Before it brings a work
+// tile's Q it waits until every consumer warp has given the previous Q back (q_empty), and it
+// counts the K/V tiles it has loaded so that the stages and phases carry on where the previous
+// work tile left them.
+template <class Cfg, class Step>
+__device__ __forceinline__ void produce_work_tiles(const CUtensorMap& q_map, const CUtensorMap& k_map,
+                                                   const CUtensorMap& v_map, unsigned char* smem,
+                                                   StageBarriers<SmemLayout<Cfg, Step>::kStages>& bar,
+                                                   const KernelParams& params) {
+  const WorkSchedule<Cfg, Step> schedule(params);
+  // BEGIN SOLUTION produce_work_tiles device
+  //! q_uses = 0, kv_loaded = 0; for item = blockIdx.x, + gridDim.x, ... below schedule.items, for
+  //! each of its schedule.tiles_in(item) work tiles w: wait q_empty with parity (q_uses & 1) ^ 1;
+  //! produce_tiles for w with kv_before = kv_loaded; kv_loaded += w.n_tiles; ++q_uses
+  int q_uses = 0;     // work tiles whose Q this CTA has loaded
+  int kv_loaded = 0;  // K/V tiles loaded for them
+  for (int item = blockIdx.x; item < schedule.items; item += gridDim.x)
+    for (int t = 0; t < schedule.tiles_in(item); ++t) {
+      const WorkTile w = schedule.tile(item, t);
+      wait_barrier(&bar.q_empty, (q_uses & 1) ^ 1);  // the consumers are done with the previous Q
+      produce_tiles<Cfg, Step>(q_map, k_map, v_map, smem, bar, w.q0, w.head, w.n_tiles, kv_loaded);
+      kv_loaded += w.n_tiles;
+      ++q_uses;
+    }
+  // END SOLUTION
+}
+
+// Step 9's consumer warpgroup: the same walk through the CTA's share, step 7's loop on each work
+// tile once its Q has landed, with the K/V count carried on.
+template <class Cfg, class Step, class T>
+__device__ __forceinline__ void consume_work_tiles(const unsigned char* smem,
+                                                   StageBarriers<SmemLayout<Cfg, Step>::kStages>& bar,
+                                                   const KernelParams& params, int consumer) {
+  const WorkSchedule<Cfg, Step> schedule(params);
+  // BEGIN SOLUTION consume_work_tiles device
+  //! the producer's walk; for each work tile w: wait q_full with parity q_uses & 1;
+  //! consume_tiles_overlapped for w with kv_before = kv_used (it gives Q back); kv_used +=
+  //! w.n_tiles; ++q_uses
+  int q_uses = 0;   // work tiles whose Q this warpgroup has used
+  int kv_used = 0;  // K/V tiles consumed for them
+  for (int item = blockIdx.x; item < schedule.items; item += gridDim.x)
+    for (int t = 0; t < schedule.tiles_in(item); ++t) {
+      const WorkTile w = schedule.tile(item, t);
+      wait_barrier(&bar.q_full, q_uses & 1);  // this work tile's Q has landed
+      consume_tiles_overlapped<Cfg, Step, T>(smem, bar, params, w.q0, w.head, consumer, w.n_tiles, kv_used);
+      kv_used += w.n_tiles;
+      ++q_uses;
+    }
   // END SOLUTION
 }
 
@@ -655,22 +794,24 @@ __device__ __forceinline__ void forward_warp_specialized(const CUtensorMap& q_ma
       (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   __shared__ __align__(8) StageBarriers<kStages> bar;
 
-  const int head = blockIdx.y;  // b * H + h
-  // Step 5, causal: the last query tiles see the most keys; launching them first keeps the SMs
-  // busy at the end of the grid with the short tiles instead of the long ones (as lab 5).
+  // Steps 4-8: the CTA's work tile is its place in the grid. Step 5, causal: the last query tiles
+  // see the most keys; launching them first keeps the SMs busy at the end of the grid with the
+  // short tiles instead of the long ones (as lab 5). Step 9 walks its share of WorkSchedule.
   const int q_block = Step::causal_skip && params.causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
-  const int q0 = q_block * Cfg::kBlockM;
-  const int n_tiles = tiles_to_visit<Cfg, Step>(q0, params.nq, params.nk, params.causal);
+  const WorkTile own = work_tile<Cfg, Step>(params, q_block, blockIdx.y);
   const int warpgroup = __shfl_sync(0xffffffffu, int(threadIdx.x) / 128, 0);
   // BEGIN SOLUTION forward_warp_specialized device
-  //! thread 0: mbarrier_init q_full, k_full, v_full with count 1, k_empty and v_empty with one
-  //! arrival per consumer warp; fence_mbarrier_init; __syncthreads (the last one)
+  //! thread 0: mbarrier_init q_full, k_full, v_full with count 1, q_empty, k_empty and v_empty
+  //! with one arrival per consumer warp; fence_mbarrier_init; __syncthreads (the last one)
   //! warpgroup 0: setmaxnreg_dec<Budget::kProducer>; in warp 0, elect_one_sync() picks the thread
-  //! that prefetches the maps and runs produce_tiles; everyone else in warpgroup 0 is done
-  //! warpgroups 1..: setmaxnreg_inc<Budget::kConsumer>; consume_tiles (steps 6-8:
-  //! consume_tiles_overlapped) as consumer warpgroup - 1
+  //! that prefetches the maps and runs produce_tiles for `own` (step 9: produce_work_tiles);
+  //! everyone else in warpgroup 0 is done
+  //! warpgroups 1..: setmaxnreg_inc<Budget::kConsumer>; as consumer warpgroup - 1, wait for Q
+  //! (q_full, parity 0), then consume_tiles (steps 6-8: consume_tiles_overlapped) for `own`;
+  //! step 9: consume_work_tiles
   if (threadIdx.x == 0) {
     mbarrier_init(&bar.q_full, 1);
+    mbarrier_init(&bar.q_empty, 4 * Budget::kConsumers);  // step 9; unused before
     for (int s = 0; s < kStages; ++s) {
       mbarrier_init(&bar.k_full[s], 1);
       mbarrier_init(&bar.v_full[s], 1);
@@ -688,15 +829,24 @@ __device__ __forceinline__ void forward_warp_specialized(const CUtensorMap& q_ma
       prefetch_tensormap(&q_map);
       prefetch_tensormap(&k_map);
       prefetch_tensormap(&v_map);
-      produce_tiles<Cfg, Step>(q_map, k_map, v_map, smem, bar, q0, head, n_tiles);
+      if constexpr (Step::persistent)
+        produce_work_tiles<Cfg, Step>(q_map, k_map, v_map, smem, bar, params);
+      else
+        produce_tiles<Cfg, Step>(q_map, k_map, v_map, smem, bar, own.q0, own.head, own.n_tiles, 0);
     }
   } else {
     // The consumers hold S, P and O: they get the producer's registers.
     setmaxnreg_inc<Budget::kConsumer>();
-    if constexpr (Step::intra_wg_overlap)
-      consume_tiles_overlapped<Cfg, Step, T>(smem, bar, params, q0, head, warpgroup - 1, n_tiles);
-    else
-      consume_tiles<Cfg, Step, T>(smem, bar, params, q0, head, warpgroup - 1, n_tiles);
+    const int consumer = warpgroup - 1;
+    if constexpr (Step::persistent) {
+      consume_work_tiles<Cfg, Step, T>(smem, bar, params, consumer);
+    } else {
+      wait_barrier(&bar.q_full, 0);  // line 4's Q_i has landed
+      if constexpr (Step::intra_wg_overlap)
+        consume_tiles_overlapped<Cfg, Step, T>(smem, bar, params, own.q0, own.head, consumer, own.n_tiles, 0);
+      else
+        consume_tiles<Cfg, Step, T>(smem, bar, params, own.q0, own.head, consumer, own.n_tiles);
+    }
   }
   // END SOLUTION
 }
