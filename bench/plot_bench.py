@@ -285,7 +285,8 @@ STYLE = {
 }
 LAB5_COLORS = ["#fee6ce", "#fdd0a2", "#fdae6b", "#fd8d3c", "#f16913", "#d94801", "#8c2d04"]
 LAB8_COLORS = ["#dadaeb", "#bcbddc", "#9e9ac8", "#807dba", "#6a51a3", "#54278f", "#2a0052",
-               "#0b3d5c"]  # light to dark purple: wgmma .. pingpong; exp2_poly in blue (best is pingpong)
+               "#0b3d5c", "#c51b7d"]  # light to dark purple: wgmma .. pingpong (best); exp2_poly in
+                                      # blue and persistent in magenta, the two steps built on pingpong
 
 
 def style(impl):

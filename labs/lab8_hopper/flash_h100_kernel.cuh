@@ -516,7 +516,8 @@ __device__ __forceinline__ void forward_warp_specialized(const CUtensorMap& q_ma
 }
 
 // ------------------------------------------------------------------------------------------
-// The kernel: one CTA per (query tile, batch*head) -- FA2 Algorithm 1, line 3's loop in parallel
+// The kernel: one CTA per (query tile, batch*head) -- FA2 Algorithm 1, line 3's loop in parallel;
+// step 9: one CTA per SM, each running its share of line 3's loop (WorkSchedule)
 // ------------------------------------------------------------------------------------------
 
 // __launch_bounds__ with the 1 (at most one CTA per SM) gives every thread a register cap at

@@ -96,7 +96,7 @@ using detail::TileConfig;
 template <int kHeadDim>
 using OneRoleConfig = TileConfig<kHeadDim, 128, 128, 2>;
 
-// Steps 4-8 add a producer warpgroup, and the consumers' registers come from setmaxnreg: 240
+// Steps 4-9 add a producer warpgroup, and the consumers' registers come from setmaxnreg: 240
 // each for two consumers, 160 for three (RegisterBudget). Per head dimension and causality:
 //   d = 64: three consumers (192 query rows), 128 keys. At d = 64 the softmax is as long as at
 //     d = 128 but the products are half as long, so a third warpgroup gives the tensor cores
@@ -106,7 +106,7 @@ using OneRoleConfig = TileConfig<kHeadDim, 128, 128, 2>;
 //   d = 128, causal: 128 keys: the diagonal tile is masked work, and a longer one wastes more.
 // Measured against 128 x 128 everywhere (bench/results/lab8-tiles_2026-12-01_nvidia-h200.md):
 // step 7 at N = 4096 is 1.14x at d = 64, 1.08x causal, 1.09x at d = 128 non-causal.
-// Steps 4-8 take their tiles from these four lines alone: edit them to try other shapes.
+// Steps 4-9 take their tiles from these four lines alone: edit them to try other shapes.
 template <int kHeadDim, bool kCausal>
 struct WarpSpecializedTiles;
 template <> struct WarpSpecializedTiles<64, false> { using type = TileConfig<64, 192, 128, 2>; };

@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <regex>
 #include <sstream>
@@ -417,10 +418,11 @@ TEST_CASE("planted: a Python table without a version, or with one past the list,
   auto problems = bridge_disagreements(table);
   REQUIRE(problems.size() == 1);
   CHECK(problems[0].find("lab8: Python takes") != std::string::npos);
-  table.push_back({"lab8", "tma", 8});  // one past exp2_poly
+  const int past_the_last = int(std::size(course::lab8::kAllVersions));
+  table.push_back({"lab8", "tma", past_the_last});
   problems = bridge_disagreements(table);
   REQUIRE(problems.size() == 1);
-  CHECK(problems[0] == "lab8 'tma': Python passes 8, which C++ decodes as nothing");
+  CHECK(problems[0] == "lab8 'tma': Python passes " + std::to_string(past_the_last) + ", which C++ decodes as nothing");
 }
 
 TEST_CASE("planted: a list without one of lab 7's compiled files, or naming one that is not there, is rejected") {
