@@ -49,9 +49,7 @@ void backward(isolation::Packet& args, isolation::Packet& out) {
   const Beside beside = kDeterministic ? args.get<Beside>() : Beside::nothing;
   int sms_held = 0;
   if (beside != Beside::nothing) {
-    int device = 0, sms = 0;
-    check_cuda(cudaGetDevice(&device), "cudaGetDevice");
-    check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute(SMs)");
+    const int sms = course::multiprocessor_count();
     sms_held = beside == Beside::half_the_sms ? sms / 2 : sms - 8;
   }
   std::optional<gpu_lab::OwnedStream> other;  // the holding kernel's stream

@@ -64,6 +64,16 @@ inline void check_cuda(cudaError_t status, const char* what) {
   }
 }
 
+// The streaming multiprocessors of the current GPU (132 on an H100 SXM or H200, 108 on an A100):
+// what split counts (lab 6) and persistent grids (lab 8 step 9) are sized by.
+inline int multiprocessor_count() {
+  int device = 0, sms = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
+             "cudaDeviceGetAttribute(MultiProcessorCount)");
+  return sms;
+}
+
 // The least shared memory per block of the GPUs the course builds for (sm_80 and up): 99 KB on
 // an RTX 30 (sm_86), an RTX 40 or L4 (sm_89) and an RTX 50 (sm_120). A kernel that asks for more
 // needs a smaller tile configuration to fall back to (see shared_memory_per_block below).

@@ -401,14 +401,6 @@ int resident_ctas(int nq) {
   return std::max(n, 1);
 }
 
-int device_sm_count() {
-  int device = 0, sms = 0;
-  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
-  check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
-             "cudaDeviceGetAttribute(MultiProcessorCount)");
-  return sms;
-}
-
 // The decoding shape as the front door reads it: a forward call's shape whose Nk is the KV
 // cache's capacity.
 AttentionShape attention_shape(const DecodeShape& s) { return {s.B, s.H, s.Nq, s.Nk_max, s.d}; }
@@ -456,7 +448,7 @@ int choose_num_splits(const DecodeShape& shape, DType dtype, int sm_count) {
 std::size_t split_kv_workspace_bytes(const DecodeShape& shape, DType dtype, int num_splits) {
   check_decoding_shape(kLab6Rules, kLab6Rules.workspace_bytes, attention_shape(shape));
   check_split_count(kLab6Rules.workspace_bytes, num_splits);
-  const int s = num_splits > 0 ? num_splits : choose_num_splits(shape, dtype, device_sm_count());
+  const int s = num_splits > 0 ? num_splits : choose_num_splits(shape, dtype, multiprocessor_count());
   return decoding_workspace_bytes(attention_shape(shape), s);
 }
 
@@ -488,7 +480,7 @@ void split_kv_forward(const void* Q, const void* K, const void* V, void* O, floa
   const DecodingCall call = check_decoding(
       kLab6Rules, Q, K, V, O, lse, dtype, attention_shape(shape), options.causal, options.scale,
       options.seqlens_k, options.num_splits, {options.workspace, options.workspace_bytes}, options.stream,
-      [&] { return choose_num_splits(shape, dtype, device_sm_count()); });
+      [&] { return choose_num_splits(shape, dtype, multiprocessor_count()); });
 
   // SKELETON: [[maybe_unused]]
   SplitParams params{};

@@ -46,15 +46,6 @@ TensorMaps make_maps(const KernelParams& params, int batch_heads) {
   return maps;
 }
 
-// The SMs of the current device: step 9 launches one CTA on each.
-inline int multiprocessor_count() {
-  int device = 0, sms = 0;
-  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
-  check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
-             "cudaDeviceGetAttribute(MultiProcessorCount)");
-  return sms;
-}
-
 // Steps 1-8. Grid: x = query tiles, y = batch*head: the query tiles of one head are neighbours in
 // launch order, so the CTAs running at one time share that head's K and V in L2.
 // Step 9: one CTA per SM, or one per item of WorkSchedule where there are fewer.
