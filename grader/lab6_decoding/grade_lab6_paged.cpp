@@ -52,6 +52,7 @@ struct Paged {
 
   int max_len() const { return *std::max_element(seqlens.begin(), seqlens.end()); }
   int max_pages() const { return (max_len() + page_size - 1) / page_size + spare_slots; }
+  int capacity() const { return max_pages() * page_size; }  // keys a block-table row can hold
   int num_pages() const { return B * max_pages() + spare_pages; }
   course::lab6::PagedShape shape() const {
     return {B, H_q, H_kv, Nq, d, page_size, num_pages(), max_pages()};
@@ -69,7 +70,7 @@ struct Paged {
                     (shuffle ? " pages shuffled" : " pages in order") + " num_splits=" + std::to_string(num_splits) +
                     ", seqlens=[";
     for (std::size_t b = 0; b < seqlens.size(); ++b) s += (b ? ", " : "") + std::to_string(lengths_sent()[b]);
-    return s + "]" + (device_seqlens.empty() ? "" : ", capacity " + std::to_string(max_pages() * page_size)) + ")";
+    return s + "]" + (device_seqlens.empty() ? "" : ", capacity " + std::to_string(capacity())) + ")";
   }
 };
 
@@ -211,7 +212,7 @@ gpu_grading::Reference paged_reference(const Paged& t, const PagedInputs& in) {
   double q_norm = 0, k_norm = 0;
   for (int b = 0; b < t.B; ++b) {
     // The API's rule for lengths on the device: clamped into [0, capacity].
-    const int len = std::clamp(t.lengths_sent()[std::size_t(b)], 0, t.max_pages() * t.page_size);
+    const int len = std::clamp(t.lengths_sent()[std::size_t(b)], 0, t.capacity());
     for (int h = 0; h < t.H_q; ++h) {
       const int row0 = (b * t.H_q + h) * t.Nq;
       Eigen::MatrixXd q(t.Nq, t.d);
