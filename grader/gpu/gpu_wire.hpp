@@ -22,6 +22,9 @@ struct KernelCall {
   // course::gpu_labs::encode_choice writes it (its position in course/gpu_labs.def); -1: the
   // lab's default (`best`, `automatic`). choice_of reads it back.
   int version = course::gpu_labs::kDefaultChoice;
+  // Lab 9's step (course::lab7::HopperBackwardStep as an int); -1: the lab's default, its best.
+  // Other labs leave it at -1.
+  int step = -1;
   std::size_t o_elements() const { return std::size_t(B) * H * Nq * d; }
   std::size_t lse_elements() const { return std::size_t(B) * H * Nq; }
 };
@@ -33,7 +36,7 @@ struct KernelCall {
 enum class Beside : std::uint8_t { nothing, half_the_sms, all_but_8_sms };
 
 inline void put_call(isolation::Packet& p, const KernelCall& c) {
-  for (int v : {c.B, c.H, c.Nq, c.Nk, c.d, c.version}) p.put<std::int32_t>(v);
+  for (int v : {c.B, c.H, c.Nq, c.Nk, c.d, c.version, c.step}) p.put<std::int32_t>(v);
   p.put(c.dtype);
   p.put<std::uint8_t>(c.causal);
   p.put(c.scale);
@@ -47,6 +50,7 @@ inline KernelCall get_call(isolation::Packet& p) {
   c.Nk = p.get<std::int32_t>();
   c.d = p.get<std::int32_t>();
   c.version = p.get<std::int32_t>();
+  c.step = p.get<std::int32_t>();
   c.dtype = p.get<course::DType>();
   c.causal = p.get<std::uint8_t>() != 0;
   c.scale = p.get<float>();

@@ -34,6 +34,20 @@ enum class Kernel {
 #include "course/gpu_labs.def"
 };
 
+// What a check grades: a Kernel, and for lab 9 the step of its staircase (-1: the lab's default,
+// its best step; course::lab7::HopperBackwardStep's order otherwise). A Kernel alone converts.
+struct KernelChoice {
+  Kernel kernel;
+  int step = -1;
+  KernelChoice(Kernel k, int s = -1) : kernel(k), step(s) {}  // NOLINT: a Kernel alone is a choice
+};
+
+// How a run names what it graded: lab 7's kernel, or lab 9's step.
+inline std::string describe_kernel(const KernelChoice& k) {
+  if (k.step >= 0) return "step " + std::to_string(k.step + 1);
+  return k.kernel == Kernel::tensor_cores ? "tensor cores" : "CUDA cores";
+}
+
 struct GpuProblem {
   int B = 1, H = 1, Nq = 1, Nk = 1, d = 64;
   bool causal = false;
@@ -96,7 +110,7 @@ inline std::string describe_mode(const RunMode& mode) {
 
 // flash_attention_backward<T> with `kernel` on one problem, run in the lab process.
 template <class T>
-GpuRun run_gpu(const GpuProblem& g, std::uint64_t seed, Kernel kernel, const RunMode& mode = {}) {
+GpuRun run_gpu(const GpuProblem& g, std::uint64_t seed, KernelChoice kernel, const RunMode& mode = {}) {
   gpu_grading::require_device();
   const Problem p = head_problem(g);
   const DType dtype = gpu_dtype<T>();
@@ -117,7 +131,8 @@ GpuRun run_gpu(const GpuProblem& g, std::uint64_t seed, Kernel kernel, const Run
   call.dtype = dtype;
   call.causal = g.causal;
   call.scale = g.scale ? float(*g.scale) : 0.0f;
-  call.version = static_cast<int>(kernel);
+  call.version = static_cast<int>(kernel.kernel);
+  call.step = kernel.step;
   isolation::Packet args;
   gpu_wire::put_call(args, call);
   for (const auto& b : bytes) gpu_wire::put_bytes(args, b);
@@ -128,8 +143,7 @@ GpuRun run_gpu(const GpuProblem& g, std::uint64_t seed, Kernel kernel, const Run
   for (int i = 0; i < 3; ++i) out.push_back(gpu_grading::to_doubles(dtype, gpu_wire::get_bytes(reply.results)));
   const bool inputs_unchanged = reply.results.get<std::uint8_t>() != 0;
   const bool wrote_only_outputs = reply.results.get<std::uint8_t>() != 0;
-  const std::string about = std::string(kernel == Kernel::tensor_cores ? "tensor cores" : "CUDA cores") +
-                            describe_mode(mode) + ", B=" + std::to_string(g.B) + " H=" + std::to_string(g.H) + ", " +
+  const std::string about = describe_kernel(kernel) + describe_mode(mode) + ", B=" + std::to_string(g.B) + " H=" + std::to_string(g.H) + ", " +
                             describe(p, seed);
   if (!wrote_only_outputs)
     throw std::runtime_error("flash_attention_backward wrote outside dQ, dK and dV (into the guard zone around a buffer; " +
@@ -143,7 +157,7 @@ GpuRun run_gpu(const GpuProblem& g, std::uint64_t seed, Kernel kernel, const Run
 
 // What one run computed against the fp64 reference, every head in its band.
 template <class T>
-bool check_run(const GpuProblem& g, std::uint64_t seed, const GpuRun& run, Kernel kernel) {
+bool check_run(const GpuProblem& g, std::uint64_t seed, const GpuRun& run, KernelChoice kernel) {
   const Problem p = head_problem(g);
   bool ok = true;
   for (int h = 0; h < g.B * g.H; ++h) {
@@ -153,7 +167,7 @@ bool check_run(const GpuProblem& g, std::uint64_t seed, const GpuRun& run, Kerne
     const Grads ref = reference::attention_backward<double>(x.Q, x.K, x.V, x.dO, scale_of(p), p.causal);
     ok &= compare_gradients<T>(got, ref, x, p,
                                "flash_attention_backward, head " + std::to_string(h) + " of " + run.about,
-                               kernel == Kernel::tensor_cores);
+                               kernel.kernel == Kernel::tensor_cores);
     if (!ok) break;  // one head's figures say enough
   }
   return ok;
@@ -162,7 +176,7 @@ bool check_run(const GpuProblem& g, std::uint64_t seed, const GpuRun& run, Kerne
 // flash_attention_backward<T> with `kernel` on one problem against the fp64 reference, every head
 // in its band.
 template <class T>
-bool check_gpu(const GpuProblem& g, std::uint64_t seed, Kernel kernel = Kernel::cuda_cores) {
+bool check_gpu(const GpuProblem& g, std::uint64_t seed, KernelChoice kernel = Kernel::cuda_cores) {
   return check_run<T>(g, seed, run_gpu<T>(g, seed, kernel), kernel);
 }
 
@@ -171,7 +185,7 @@ bool check_gpu(const GpuProblem& g, std::uint64_t seed, Kernel kernel = Kernel::
 // barrier, or a tile read while another warp still writes it). dQ is left out: it is summed
 // across CTAs with atomics, whose order changes from run to run.
 template <class T>
-void check_gpu_deterministic(const GpuProblem& g, std::uint64_t seed, Kernel kernel) {
+void check_gpu_deterministic(const GpuProblem& g, std::uint64_t seed, KernelChoice kernel) {
   const GpuRun first = run_gpu<T>(g, seed, kernel), second = run_gpu<T>(g, seed, kernel);
   grading::expect(first.grads[1] == second.grads[1] && first.grads[2] == second.grads[2],
                   {"flash_attention_backward dK, dV", course::dtype_name<T>(), {g.B, g.H, g.Nk, g.d},
@@ -188,7 +202,7 @@ void check_gpu_deterministic(const GpuProblem& g, std::uint64_t seed, Kernel ker
 // addition rounds differently: over many K/V tiles and many rows some dQ element changes its
 // last bit after the rounding to 16 bits.
 template <class T>
-void check_gpu_deterministic_dq(const GpuProblem& g, std::uint64_t seed, Kernel kernel) {
+void check_gpu_deterministic_dq(const GpuProblem& g, std::uint64_t seed, KernelChoice kernel) {
   using gpu_wire::Beside;
   const GpuRun first = run_gpu<T>(g, seed, kernel, {true, Beside::nothing});
   const char* names[] = {"dQ", "dK", "dV"};
@@ -227,10 +241,11 @@ void check_gpu_deterministic_dq(const GpuProblem& g, std::uint64_t seed, Kernel 
 
 // Rejected arguments must throw course::BadInput (the lab process reports it as such).
 inline void bad_gpu_call(int d, DType dtype, int nq, bool null_q, std::uint64_t workspace_bytes,
-                  Kernel kernel = Kernel::cuda_cores) {
+                  KernelChoice kernel = Kernel::cuda_cores) {
   gpu_wire::KernelCall call;
   call.B = 1, call.H = 1, call.Nq = nq, call.Nk = 64, call.d = d, call.dtype = dtype;
-  call.version = static_cast<int>(kernel);
+  call.version = static_cast<int>(kernel.kernel);
+  call.step = kernel.step;
   isolation::Packet args;
   gpu_wire::put_call(args, call);
   args.put<std::uint8_t>(null_q);
@@ -239,38 +254,45 @@ inline void bad_gpu_call(int d, DType dtype, int nq, bool null_q, std::uint64_t 
 }
 #else
 template <class T>
-bool check_gpu(const GpuProblem&, std::uint64_t, Kernel = Kernel::cuda_cores) {
+bool check_gpu(const GpuProblem&, std::uint64_t, KernelChoice = Kernel::cuda_cores) {
   grading::skip("lab 7 part 2 (the GPU kernel) was not built: no CUDA compiler was found when the grader was configured");
   return false;
 }
 template <class T>
-void check_gpu_deterministic(const GpuProblem& g, std::uint64_t seed, Kernel kernel) {
+void check_gpu_deterministic(const GpuProblem& g, std::uint64_t seed, KernelChoice kernel) {
   check_gpu<T>(g, seed, kernel);
 }
 template <class T>
-void check_gpu_deterministic_dq(const GpuProblem& g, std::uint64_t seed, Kernel kernel) {
+void check_gpu_deterministic_dq(const GpuProblem& g, std::uint64_t seed, KernelChoice kernel) {
   check_gpu<T>(g, seed, kernel);
 }
 #endif
 
 // A few small problems under compute-sanitizer (racecheck, synccheck, memcheck): several K/V
-// tiles and query tiles, partial last tiles, causal and not. The kernel's barriers are what
-// racecheck judges: a missing one rarely changes a result on the GPU it is graded on.
+// tiles and query tiles, partial last tiles, causal and not, with each of `kernels`. The kernels'
+// barriers are what racecheck judges: a missing one rarely changes a result on the GPU it is
+// graded on.
 template <class T>
-void check_gpu_sanitized(Kernel kernel) {
+void check_gpu_sanitized(const std::vector<KernelChoice>& kernels) {
 #if COURSE_LAB7_GPU
   const std::vector<GpuProblem> shapes = {{1, 2, 150, 150, 64, true}, {1, 1, 70, 200, 128, false}};
+  std::string which;
+  for (const KernelChoice& k : kernels) which += (which.empty() ? "" : " and ") + describe_kernel(k);
   gpu_grading::check_under_compute_sanitizer(
       {"flash_attention_backward", course::dtype_name<T>(), {1, 2, 150, 64},
-       std::string(kernel == Kernel::tensor_cores ? "tensor cores" : "CUDA cores") +
-           ", Nq = Nk = 150 causal (d 64) and Nq 70, Nk 200 (d 128)"},
+       which + ", Nq = Nk = 150 causal (d 64) and Nq 70, Nk 200 (d 128)"},
       [&] {
-        for (const GpuProblem& g : shapes) check_gpu<T>(g, grading::seed(), kernel);
+        for (const KernelChoice& k : kernels)
+          for (const GpuProblem& g : shapes) check_gpu<T>(g, grading::seed(), k);
       });
 #else
-  (void)kernel;
+  (void)kernels;
   grading::skip("lab 7's GPU parts were not built: no CUDA compiler was found when the grader was configured");
 #endif
+}
+template <class T>
+void check_gpu_sanitized(KernelChoice kernel) {
+  check_gpu_sanitized<T>(std::vector<KernelChoice>{kernel});
 }
 
 // N not a multiple of 64 (partial last tiles of queries and keys), a single row, several K/V

@@ -34,6 +34,12 @@ inline course::lab7::BackwardKernel kernel_of(const gpu_wire::KernelCall& c) {
   return gpu_wire::choice_of(c, course::lab7::BackwardKernel::automatic);
 }
 
+// The call's `step`: lab 9's step, -1 for its default (lab 7 ignores the field). Any other
+// value is passed on as it is, for lab 9 to reject.
+inline course::lab7::HopperBackwardStep step_of(const gpu_wire::KernelCall& c) {
+  return c.step < 0 ? course::lab7::HopperBackwardStep::best : static_cast<course::lab7::HopperBackwardStep>(c.step);
+}
+
 // Request: the call, then Q, K, V, O, dO in the dtype's bits and lse as fp32 bytes. Reply: dQ, dK,
 // dV in the dtype's bits, then "inputs unchanged" and "wrote only dQ, dK, dV" flags.
 // The deterministic request (lab 9) adds, after lse, a gpu_wire::Beside byte (what runs beside
@@ -72,6 +78,7 @@ void backward(isolation::Packet& args, isolation::Packet& out) {
         options.workspace_bytes = workspace_bytes;
         options.stream = stream;
         options.kernel = kernel_of(c);
+        options.hopper_step = step_of(c);
         options.deterministic = kDeterministic;
         if (other) gpu_lab::hold_sms(sms_held, 2'000'000, other->get());
         kBackward(in[0], in[1], in[2], in[3], in[4], static_cast<const float*>(in[5]), o[0], o[1], o[2], c.dtype,
@@ -95,6 +102,7 @@ void bad_arguments(isolation::Packet& args, isolation::Packet&) {
     options.workspace = buffer;
     options.workspace_bytes = workspace_bytes;
     options.kernel = kernel_of(c);
+    options.hopper_step = step_of(c);
     kBackward(null_q ? nullptr : buffer, buffer, buffer, buffer, buffer, static_cast<const float*>(buffer), buffer,
               buffer, buffer, c.dtype, shape_of(c), options);
   });

@@ -9,6 +9,10 @@
 // cross this lab's 128-key and 64- or 128-row tiles by one. Every check skips, saying why,
 // without a GPU or on a GPU that is not compute capability 9.0.
 //
+// Lab 9 is a staircase of two steps (course::lab7::HopperBackwardStep); the checks grade the
+// default step (step 2), and the staircase check, the deterministic-mode check and the
+// compute-sanitizer check grade step 1 too.
+//
 // Speed points as lab 8's: the backward's time against the solution's, timed in the same run on
 // the same GPU (grader/gpu/speed_rules.hpp: full points within 1.2x, none at 3x; the worse of
 // causal and non-causal counts), on the benchmark's shape (bf16, B * N = 16384, H * d = 2048,
@@ -46,13 +50,18 @@ void require_hopper() {
     grading::skip("lab 9 needs a compute capability 9.0 GPU (H100/H200: wgmma and TMA are sm_90a); " + why);
 }
 
-// Lab 9 is called with the tensor-core kernel's number on the wire (its only kernel).
+// Lab 9 is called with the tensor-core kernel's number on the wire (its only kind of kernel) and
+// the step of its staircase: kHopper is the default step (the best, step 2), kSteps each one in
+// course::lab7::HopperBackwardStep's order.
 constexpr Kernel kHopper = Kernel::tensor_cores;
+const KernelChoice kStep1{Kernel::tensor_cores, 0};  // one kind of warpgroup, dQ by atomics
+const KernelChoice kStep2{Kernel::tensor_cores, 1};  // a producer warp, dQ by bulk reductions
+const std::vector<KernelChoice> kSteps = {kStep1, kStep2};
 
 template <class T>
-bool check_hopper(const GpuProblem& g, std::uint64_t seed) {
+bool check_hopper(const GpuProblem& g, std::uint64_t seed, KernelChoice kernel = kHopper) {
   require_hopper();
-  return check_gpu<T>(g, seed, kHopper);
+  return check_gpu<T>(g, seed, kernel);
 }
 
 // Lab 7's shapes and lengths around this lab's tiles: 128 keys per CTA, 128 query rows per step
@@ -106,6 +115,18 @@ TEST_CASE("hopper: long sequences, every query tile through the pipeline (N = 10
   check_hopper<fp16>({1, 1, 1100, 2000, 128, true}, grading::seed());
 }
 
+// Step 1 (the kernel of one kind of warpgroup, dQ by atomics) on its own: the checks above
+// grade the default step, step 2, which shares step 1's products and tile but not its loads or
+// its dQ accumulation. The first check's shapes, causal shapes and long sequences. No parent: a
+// student who has finished step 1 and not step 2 earns these points.
+TEST_CASE("staircase: step 1 (one kind of warpgroup, dQ by atomics) matches the reference" * grading::points(2)) {
+  for (const GpuProblem& g : kShapes) check_hopper<bf16>(g, grading::seed(), kStep1);
+  for (const GpuProblem& g : causal<GpuProblem>({{1, 2, 150, 40, 64}, {2, 1, 70, 260, 128}, {1, 1, 300, 700, 64}}))
+    check_hopper<fp16>(g, grading::seed(), kStep1);
+  check_hopper<bf16>({1, 2, 1024, 1024, 128, true}, grading::seed(), kStep1);
+  check_hopper<fp16>({1, 1, 2000, 1100, 64, false}, grading::seed(), kStep1);
+}
+
 TEST_CASE("hopper: deterministic dK and dV, and right, for several seeds (no race)" *
           grading::points(1, kHopperCheck)) {
   require_hopper();
@@ -125,16 +146,18 @@ TEST_CASE("hopper: deterministic mode, dQ dK dV the same bits in every run whate
           grading::points(2, kHopperCheck)) {
   require_hopper();
   const std::uint64_t s = grading::seed();
-  check_gpu_deterministic_dq<bf16>({1, 4, 1000, 2000, 128, false}, s, kHopper);
-  check_gpu_deterministic_dq<fp16>({2, 2, 1500, 1500, 64, true}, s, kHopper);
-  check_gpu_deterministic_dq<bf16>({1, 2, 600, 1300, 128, true}, s + 1, kHopper);
-  check_gpu_deterministic_dq<fp16>({1, 1, 300, 150, 64, true}, s, kHopper);  // rows that see no key
+  for (const KernelChoice& step : kSteps) {  // step 1's turns wrap atomics, step 2's a bulk reduction
+    check_gpu_deterministic_dq<bf16>({1, 4, 1000, 2000, 128, false}, s, step);
+    check_gpu_deterministic_dq<fp16>({2, 2, 1500, 1500, 64, true}, s, step);
+    check_gpu_deterministic_dq<bf16>({1, 2, 600, 1300, 128, true}, s + 1, step);
+    check_gpu_deterministic_dq<fp16>({1, 1, 300, 150, 64, true}, s, step);  // rows that see no key
+  }
 }
 
 TEST_CASE("hopper: compute-sanitizer finds no race, barrier misuse or bad access" *
           grading::points(2, kHopperCheck)) {
   require_hopper();
-  check_gpu_sanitized<bf16>(kHopper);
+  check_gpu_sanitized<bf16>(kSteps);
 }
 
 TEST_CASE("hopper: bad input gets a clear error" * grading::points(1, kHopperCheck)) {
@@ -146,6 +169,7 @@ TEST_CASE("hopper: bad input gets a clear error" * grading::points(1, kHopperChe
   CHECK_THROWS_AS(bad_gpu_call(64, DType::bf16, 64, true, enough, kHopper), course::BadInput);    // null Q
   CHECK_THROWS_AS(bad_gpu_call(64, DType::fp16, 64, false, 16, kHopper), course::BadInput);       // workspace
   CHECK_THROWS_AS(bad_gpu_call(64, DType::bf16, 64, false, enough, Kernel::cuda_cores), course::BadInput);
+  CHECK_THROWS_AS(bad_gpu_call(64, DType::bf16, 64, false, enough, KernelChoice{kHopper, 2}), course::BadInput);  // no step 3
   CHECK_NOTHROW(bad_gpu_call(64, DType::fp16, 64, false, enough, kHopper));  // the same call, valid, runs
 }
 

@@ -24,6 +24,14 @@ enum class BackwardKernel {
   tensor_cores,  // part 3: mma.sync with P and dS rounded to the 16-bit type; bf16 or fp16
 };
 
+// Lab 9's staircase (course/lab9_hopper_backward.hpp says what each step adds; lab 7 has no
+// steps and ignores the field). Here because lab 9's call takes lab 7's options.
+enum class HopperBackwardStep {
+  wgmma,             // 1: every product on wgmma, Q and dO by TMA, dQ by atomics
+  warp_specialized,  // 2: + a producer warp, setmaxnreg, dQ added from shared memory by bulk reductions
+  best = warp_specialized,
+};
+
 struct BackwardGpuOptions {
   bool causal = false;  // bottom-right aligned: query i sees keys j <= i + Nk - Nq
   float scale = 0.0f;   // softmax scale; 0 means 1/sqrt(d)
@@ -38,6 +46,8 @@ struct BackwardGpuOptions {
   // instead of atomics in whatever order they come. Lab 9's mode (course/lab9_hopper_backward.hpp);
   // lab 7 rejects it with course::BadInput.
   bool deterministic = false;
+  // Lab 9's step; the default is its fastest.
+  HopperBackwardStep hopper_step = HopperBackwardStep::best;
 };
 
 // Workspace bytes flash_attention_backward needs: B * H * Nq * (d + 1) floats.

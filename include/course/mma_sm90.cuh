@@ -460,6 +460,26 @@ __device__ __forceinline__ void bulk_wait_group_read() {
   asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(kPending) : "memory");
 }
 
+// cp.async.bulk.wait_group N: wait until at most N of this thread's bulk groups are still
+// pending at all -- their writes done too, not only their reads (the form above). What a
+// thread must wait for before it tells another CTA that its bulk writes are there.
+template <int kPending>
+__device__ __forceinline__ void bulk_wait_group() {
+  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(kPending) : "memory");
+}
+
+// cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [dst], [src], bytes: the copy
+// engine adds `bytes` / 4 consecutive floats of shared memory into global memory, each add
+// atomic (as atomicAdd, so CTAs adding into the same rows need no other ordering). One thread
+// issues it for a whole block, instead of every thread issuing its own atomics; completion is
+// tracked in bulk groups (bulk_commit_group, then bulk_wait_group_read before the source is
+// overwritten). src 16-byte aligned, dst 16-byte aligned, bytes a multiple of 16.
+__device__ __forceinline__ void bulk_reduce_add_f32(float* dst, const void* src, uint32_t bytes) {
+  asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(dst),
+               "r"(smem_address(src)), "r"(bytes)
+               : "memory");
+}
+
 // fence.proxy.async.shared::cta: orders this thread's earlier ordinary ("generic proxy")
 // shared-memory accesses with later accesses by the "async proxy" -- wgmma operand reads, TMA
 // reads and writes. Needed (a) in step 1 of lab 8, after Q/K/V were stored into shared memory

@@ -136,23 +136,27 @@ __device__ __forceinline__ void wait_barrier(uint64_t* bar, uint32_t parity) {
 // passes the turn for the whole CTA; the __syncthreads around the adds order every thread's
 // adds after the wait and before the pass. The wait is bounded as wait_barrier's: a turn that
 // never comes stops the kernel instead of hanging the GPU.
+__device__ __forceinline__ void spin_until_dq_turn(const int* turn, int mine) {
+  const long long start = clock64();
+  int now;
+  do {
+    // ld.acquire: the adds of the CTA that passed the turn are visible after this load.
+    asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(now) : "l"(turn) : "memory");
+    if (now != mine && clock64() - start > kBarrierTimeoutCycles) asm volatile("brkpt;");
+  } while (now != mine);
+}
+
+// Step 1: thread 0 waits for the CTA, and the barrier holds every thread's adds until then.
 __device__ __forceinline__ void wait_for_dq_turn(const int* turn, int mine) {
-  if (threadIdx.x == 0) {
-    const long long start = clock64();
-    int now;
-    do {
-      // ld.acquire: the adds of the CTA that passed the turn are visible after this load.
-      asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(now) : "l"(turn) : "memory");
-      if (now != mine && clock64() - start > kBarrierTimeoutCycles) asm volatile("brkpt;");
-    } while (now != mine);
-  }
+  if (threadIdx.x == 0) spin_until_dq_turn(turn, mine);
   __syncthreads();
 }
 
-// After every thread's adds (the caller's __syncthreads): the next K/V tile's turn. red.release
-// makes this CTA's adds visible before the counter moves.
+// After every thread's adds (the caller's __syncthreads; step 2: after its one reduction has
+// completed), by one thread: the next K/V tile's turn. red.release makes this CTA's adds
+// visible before the counter moves.
 __device__ __forceinline__ void pass_dq_turn(int* turn) {
-  if (threadIdx.x == 0) asm volatile("red.release.gpu.global.add.s32 [%0], 1;" ::"l"(turn) : "memory");
+  asm volatile("red.release.gpu.global.add.s32 [%0], 1;" ::"l"(turn) : "memory");
 }
 
 // One tile of kRows rows from row0 of head `head`: one TMA copy per 64-column block, all
@@ -283,7 +287,94 @@ __device__ __forceinline__ int dq_turn(const Params& p, int kv_tile, int q0) {
 }
 
 // ------------------------------------------------------------------------------------------
-// Kernel 2
+// One query tile of one warpgroup (both steps)
+// ------------------------------------------------------------------------------------------
+
+// Where one query tile's operands are: Q_i and dO_i in their shared-memory stage, the rows'
+// statistics beside them, and the tile's first row.
+struct QueryTile {
+  uint32_t q_tile;         // Q_i, [kBr][d], swizzled (shared-memory address)
+  uint32_t do_tile;        // dO_i, the same shape
+  const float* lse_row;    // the kBr rows' base-2 LSE, +inf where a row adds nothing
+  const float* delta_row;  // the kBr rows' D
+  int q0;                  // the tile's first query row
+};
+
+// The base-2 LSE (+inf where the row adds nothing) and D of rows q0 .. q0 + kBr - 1 into a
+// stage: row r by the thread `thread` of `threads` with r % threads == thread.
+template <class Cfg>
+__device__ __forceinline__ void load_row_stats(const Params& p, std::int64_t q_head, int q0, float* lse_s,
+                                               float* delta_s, int thread, int threads) {
+  for (int r = thread; r < Cfg::kBr; r += threads) {
+    const int row = q0 + r;
+    const float lse = row < p.nq ? p.lse[q_head + row] : -INFINITY;
+    lse_s[r] = lse == -INFINITY ? INFINITY : lse * kLog2eF;
+    delta_s[r] = row < p.nq ? p.delta[q_head + row] : 0.0f;
+  }
+}
+
+// Lines 10-14 for warpgroup wg's 64 keys (from kv0 + 64 wg, at k_rows and v_rows in shared
+// memory) and query tile q, then lines 12 and 16 issued and left in flight: P^T and dS^T come
+// back packed as A fragments (pt, dst), which must stay untouched until that group completes.
+// st and dpt are the S^T and dP^T accumulators (the caller's, so that they are set once, not
+// at every tile: at d = 64 that costs ptxas spills).
+template <class Cfg, class T>
+__device__ __forceinline__ void backward_tile(const Params& p, const QueryTile& q, uint32_t k_rows, uint32_t v_rows,
+                                              int kv0, int wg, int t, float (&st)[Cfg::kBr / 2],
+                                              float (&dpt)[Cfg::kBr / 2], float (&dk)[Cfg::kHeadDim / 2],
+                                              float (&dv)[Cfg::kHeadDim / 2], uint32_t (&pt)[Cfg::kBr / 16][4],
+                                              uint32_t (&dst)[Cfg::kBr / 16][4]) {
+  constexpr int kBr = Cfg::kBr, kBc = Cfg::kBc;
+  const int diag = p.nk - p.nq;  // bottom-right causal: query r sees key c iff c <= r + diag
+  // TODO: backward_tile (see the lab README)
+  // Lines 10 and 13: S^T and dP^T (issue_transposed_scores twice, one commit group; wait
+  // for it and fence both accumulators). Lines 11 and 14: for every accumulator element
+  // (key frag_row, query frag_col), P^T = exp2(S^T scale_log2 - q.lse_row[query]), 0 where
+  // masked (key >= nk, or causal and key > q.q0 + query + diag); dS^T = P^T (dP^T - D); pack
+  // both into pt and dst (A fragment kk = accumulators 8kk .. 8kk + 7 in pairs). Lines 12
+  // and 16: issue_key_gradient for dV and dK, one commit group, left in flight.
+}
+
+// dS^T of warpgroup wg into shared memory for dQ (given): key rows, query columns, swizzled like
+// a TMA tile of kBc rows (4-byte stores: one packed pair of queries). The caller then fences
+// (these ordinary stores are read by wgmma, the async proxy) and synchronises both warpgroups.
+template <class Cfg>
+__device__ __forceinline__ void store_ds_transposed(unsigned char* ds_t, const uint32_t (&dst)[Cfg::kBr / 16][4],
+                                                    int wg, int t) {
+#pragma unroll
+  for (int kk = 0; kk < Cfg::kBr / 16; ++kk) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int j = 2 * kk + i / 2, e = 2 * (i % 2);
+      const int key = 64 * wg + frag_row(t, e), query = frag_col(t, j, e);
+      *reinterpret_cast<uint32_t*>(ds_t + sw128_tile_offset<Cfg::kBc>(key, query)) = dst[kk][i];
+    }
+  }
+}
+
+// Line 18 (given): dK_j = tau dK, dV_j, rounded once to T, for warpgroup wg's 64 keys. Keys past
+// Nk are not written.
+template <class Cfg, class T>
+__device__ __forceinline__ void store_key_gradients(const Params& p, const float (&dk)[Cfg::kHeadDim / 2],
+                                                    const float (&dv)[Cfg::kHeadDim / 2], std::int64_t k_head,
+                                                    int kv0, int wg, int t) {
+#pragma unroll
+  for (int j = 0; j < Cfg::kHeadDim / 8; ++j) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int key = kv0 + 64 * wg + frag_row(t, 2 * h);
+      if (key >= p.nk) continue;
+      const int col = frag_col(t, j, 0);
+      const std::int64_t at = (k_head + key) * Cfg::kHeadDim + col;
+      *reinterpret_cast<uint32_t*>(static_cast<T*>(p.dk) + at) =
+          pack_pair<T>(p.scale * dk[4 * j + 2 * h], p.scale * dk[4 * j + 2 * h + 1]);
+      *reinterpret_cast<uint32_t*>(static_cast<T*>(p.dv) + at) = pack_pair<T>(dv[4 * j + 2 * h], dv[4 * j + 2 * h + 1]);
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------------
+// Kernel 2, step 1: one kind of warpgroup that loads, computes and adds
 // ------------------------------------------------------------------------------------------
 
 // Grid: (K/V tiles, B * H); 256 threads. kDeterministic: options.deterministic, a template
@@ -315,21 +406,10 @@ __global__ void __launch_bounds__(256, 1)
   const int kv0 = kv_tile * kBc;
   const std::int64_t q_head = static_cast<std::int64_t>(bh) * p.nq;
   const std::int64_t k_head = static_cast<std::int64_t>(bh) * p.nk;
-  const int diag = p.nk - p.nq;  // bottom-right causal: query r sees key c iff c <= r + diag
 
   const int q_begin = first_query_row<Cfg>(p, kv0);
   const int n_tiles = q_begin < p.nq ? (p.nq - q_begin + kBr - 1) / kBr : 0;
 
-  // The rows' base-2 LSE (+inf where the row adds nothing) and D of query tile `it`, into its
-  // stage, by the first kBr threads.
-  auto load_row_stats = [&](int it) {
-    if (tid < kBr) {
-      const int row = q_begin + it * kBr + tid;
-      const float lse = row < p.nq ? p.lse[q_head + row] : -INFINITY;
-      lse_s[(it % kStages) * kBr + tid] = lse == -INFINITY ? INFINITY : lse * kLog2eF;
-      delta_s[(it % kStages) * kBr + tid] = row < p.nq ? p.delta[q_head + row] : 0.0f;
-    }
-  };
   // Q_i and dO_i of query tile `it` into its stage, by thread 0.
   auto issue_query_tile = [&](int it) {
     const int stage = it % kStages;
@@ -343,7 +423,7 @@ __global__ void __launch_bounds__(256, 1)
     for (int s = 0; s < kStages; ++s) mbarrier_init(&q_full[s], 1);
     fence_mbarrier_init();
   }
-  if (n_tiles > 0) load_row_stats(0);
+  if (n_tiles > 0) load_row_stats<Cfg>(p, q_head, q_begin, lse_s, delta_s, tid, Cfg::kThreads);
   __syncthreads();
   if (tid == 0 && n_tiles > 0) {
     mbarrier_arrive_expect_tx(kv_full, 2 * Cfg::kKvTileBytes);
@@ -353,10 +433,9 @@ __global__ void __launch_bounds__(256, 1)
   }
 
   // Line 7: dK_w and dV_w, 64 keys x d, in registers.
-  float dk[D / 2], dv[D / 2];
+  float dk[D / 2], dv[D / 2], st[kBr / 2], dpt[kBr / 2], dq[32];
 #pragma unroll
   for (int i = 0; i < D / 2; ++i) dk[i] = dv[i] = 0.0f;
-  float st[kBr / 2], dpt[kBr / 2], dq[32];
 #pragma unroll
   for (int i = 0; i < kBr / 2; ++i) st[i] = dpt[i] = 0.0f;
 #pragma unroll
@@ -368,66 +447,293 @@ __global__ void __launch_bounds__(256, 1)
 
   for (int it = 0; it < n_tiles; ++it) {  // line 8: the query tiles that see this K/V tile
     const int stage = it % kStages;
-    const int q0 = q_begin + it * kBr;
-    const uint32_t q_tile = base + Cfg::kQ + stage * Cfg::kQTileBytes;
-    const uint32_t do_tile = base + Cfg::kDO + stage * Cfg::kQTileBytes;
-    const float* const lse_row = lse_s + stage * kBr;
-    const float* const delta_row = delta_s + stage * kBr;
+    const QueryTile q{base + Cfg::kQ + stage * Cfg::kQTileBytes, base + Cfg::kDO + stage * Cfg::kQTileBytes,
+                      lse_s + stage * kBr, delta_s + stage * kBr, q_begin + it * kBr};
     if (it == 0) wait_barrier(kv_full, 0);
     wait_barrier(&q_full[stage], (it / kStages) & 1);
 
     uint32_t pt[kBr / 16][4], dst[kBr / 16][4];
-    // TODO: backward_tile (see the lab README)
-    // Lines 10 and 13: S^T and dP^T (issue_transposed_scores twice, one commit group; wait
-    // for it and fence both accumulators). Lines 11 and 14: for every accumulator element
-    // (key frag_row, query frag_col), P^T = exp2(S^T scale_log2 - lse_row[query]), 0 where
-    // masked (key >= nk, or causal and key > q0 + query + diag); dS^T = P^T (dP^T - D); pack
-    // both into pt and dst (A fragment kk = accumulators 8kk .. 8kk + 7 in pairs). Lines 12
-    // and 16: issue_key_gradient for dV and dK, one commit group, left in flight.
-
-    // dS^T into shared memory for dQ: key rows, query columns, swizzled like a TMA tile of
-    // kBc rows (4-byte stores: one packed pair of queries). The fence makes these ordinary
-    // stores visible to wgmma (the async proxy); the barrier, to the other warpgroup.
-#pragma unroll
-    for (int kk = 0; kk < kBr / 16; ++kk) {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int j = 2 * kk + i / 2, e = 2 * (i % 2);
-        const int key = 64 * wg + frag_row(t, e), query = frag_col(t, j, e);
-        *reinterpret_cast<uint32_t*>(smem + Cfg::kDsT + sw128_tile_offset<kBc>(key, query)) = dst[kk][i];
-      }
-    }
+    backward_tile<Cfg, T>(p, q, k_tile + kv_rows, v_tile + kv_rows, kv0, wg, t, st, dpt, dk, dv, pt, dst);
+    store_ds_transposed<Cfg>(smem + Cfg::kDsT, dst, wg, t);
     fence_proxy_async_shared();
-    if (it + 1 < n_tiles) load_row_stats(it + 1);  // its stage was last read in tile it - 1
+    // The next tile's row statistics, into the stage that tile it - 1 last read.
+    if (it + 1 < n_tiles)
+      load_row_stats<Cfg>(p, q_head, q.q0 + kBr, lse_s + ((it + 1) % kStages) * kBr,
+                          delta_s + ((it + 1) % kStages) * kBr, tid, Cfg::kThreads);
     __syncthreads();
 
     // TODO: dq_accumulate (see the lab README)
     // Line 15: issue_dq into dq (wgmma_fence first), commit, wait for every group (dV and dK
     // too), fence dq, dk, dv, pt and dst (the last two were operands still being read). In
-    // deterministic mode (kDeterministic), wait_for_dq_turn(dq_turn_counter<Cfg>(p, bh, q0),
-    // dq_turn<Cfg>(p, kv_tile, q0)) before adding (thread 0 waits, so only it needs the turn;
+    // deterministic mode (kDeterministic), wait_for_dq_turn(dq_turn_counter<Cfg>(p, bh, q.q0),
+    // dq_turn<Cfg>(p, kv_tile, q.q0)) before adding (thread 0 waits, so only it needs the turn;
     // the turn is passed for you, after the barrier below). Then
     // add dq into p.dq_accum with atomicAdd on float2 pairs: dq[4j + 2h], dq[4j + 2h + 1] is
     // row 64 * query_block + frag_row(t, 2h), columns 64 * dim_block + frag_col(t, j, 0) + {0, 1};
     // rows at or past nq add nothing.
     __syncthreads();  // every warpgroup is done with this stage and with dS^T, and has added its dQ
-    if constexpr (kDeterministic) pass_dq_turn(dq_turn_counter<Cfg>(p, bh, q0));  // K/V tile j + 1's turn
+    if constexpr (kDeterministic) {
+      if (tid == 0) pass_dq_turn(dq_turn_counter<Cfg>(p, bh, q.q0));  // the next K/V tile's turn
+    }
     if (tid == 0 && it + kStages < n_tiles) issue_query_tile(it + kStages);
   }
 
-  // Line 18: dK_j = tau dK, dV_j, rounded once to T. Keys past Nk are not written.
+  store_key_gradients<Cfg, T>(p, dk, dv, k_head, kv0, wg, t);  // line 18
+}
+
+// ------------------------------------------------------------------------------------------
+// Kernel 2, step 2: a producer warp, and dQ added from shared memory by the copy engine
+// ------------------------------------------------------------------------------------------
+//
+// Step 1's profile (bench/results/lab9-profile_2026-12-03_nvidia-h200_e62d933.txt, d = 128)
+// spends 12% of its stall samples on the dQ atomics (REDG), and its warpgroups wait at two
+// CTA-wide barriers per query tile, one of them for thread 0 to issue the next loads. Step 2
+// moves both off the consumers' path, as FlashAttention-3's backward does:
+//   - warpgroup 0 is the producer's: its first warp loads Q_i, dO_i (TMA) and LSE_i, D_i (its
+//     32 lanes) into a stage as soon as the consumers release it (q_empty), kStages tiles ahead;
+//     its second warp is the dQ writer (below). It keeps 24 registers and gives the rest to the
+//     consumers (setmaxnreg, 240 each);
+//   - warpgroups 1 and 2 are step 1's two warpgroups. They write their dQ block (fp32) into a
+//     shared-memory buffer, and one thread has the copy engine add the whole buffer into the
+//     accumulator with one bulk reduction (cp.reduce.async.bulk .add.f32, atomic per element)
+//     while they go on to the next tile. Two buffers: a buffer is written again two tiles later,
+//     after that thread has seen its reduction read it (bulk_wait_group_read<1>).
+//   - in deterministic mode a reduction must wait for its turn and be complete before the turn
+//     is passed; a consumer thread doing that would hold up both warpgroups at the next barrier
+//     (it cost this mode 20-46% of its speed on the H200). There the reductions are the dQ
+//     writer's: warpgroup 0's second warp, to which the consumers hand each buffer on named
+//     barriers (kDqFull) and which hands it back once read (kDqEmpty). In the default mode the
+//     writer warp measured slower (0.79-0.94x at d = 64, where the consumers' registers then
+//     spill, and up to 0.92x at d = 128), so there the consumers keep the reduction.
+// The accumulator's rows are stored with their 8-column groups permuted (dq_accum_column): the
+// consumers' float2 stores into the buffer then hit 32 different banks, and the copy keeps the
+// buffer's order; kernel 3 undoes the permutation.
+
+// The column at which element (row, col) of the fp32 dQ accumulator is stored in step 2 (row:
+// the accumulator's flat row, B * H * Nq of them): the 8-column group g of a row is stored at
+// group g ^ (row % 4). Eight threads of a warp store rows r .. r + 3, 8 columns each, at once
+// (the accumulator layout); without the permutation the 4 rows' columns fall on the same 8
+// banks.
+__host__ __device__ constexpr int dq_accum_column(std::int64_t row, int col) {
+  return col ^ (static_cast<int>(row & 3) << 3);
+}
+
+// Step 2's CTA: step 1's tiles, a producer warpgroup, two dQ buffers and the stages' empty
+// barriers. Shared memory (bytes from a 1024-aligned base): step 1's K, V, Q, dO and dS^T, then
+// the dQ buffers, then LSE and D, then the barriers.
+template <int D>
+struct WarpSpecializedTiles {
+  using Cfg = Tiles<D>;
+  static constexpr int kThreads = 384;        // the producer's warpgroup, then two consumers'
+  static constexpr int kConsumerThreads = 256;
+  static constexpr int kProducerRegs = 24;    // setmaxnreg: 24 + 2 * 240 = 504 = 3 * (65536 / 384
+  static constexpr int kConsumerRegs = 240;   // rounded down to 8), lab 8's step 4 budget
+  static constexpr int kDqBufferBytes = Cfg::kBr * D * 4;
+  static constexpr int kDqBuffers = 2;
+  static constexpr int kDq = Cfg::kDsT + Cfg::kBc * Cfg::kBr * 2;
+  static constexpr int kLse = kDq + kDqBuffers * kDqBufferBytes;
+  static constexpr int kDelta = kLse + Cfg::kStages * Cfg::kBr * 4;
+  static constexpr int kBarriers = kDelta + Cfg::kStages * Cfg::kBr * 4;  // K/V, q_full, q_empty
+  static constexpr int kBytes = kBarriers + 8 * (1 + 2 * Cfg::kStages);
+  static constexpr int kAllocBytes = kBytes + 1024;
+  // Named barriers (0 is __syncthreads', which every warp would have to join). kDsReady and
+  // kTileDone: the two consumer warpgroups (dS^T written by both; both through the tile: dS^T
+  // read by both dQ products, the dQ block written). kDqFull + b and kDqEmpty + b (deterministic
+  // mode): the consumers and the dQ writer warp hand dQ buffer b over (written; read).
+  static constexpr uint32_t kDsReady = 1, kTileDone = 2, kDqFull = 3, kDqEmpty = 3 + kDqBuffers;
+  static constexpr uint32_t kDqHandOverThreads = kConsumerThreads + 32;
+  static_assert(kProducerRegs + 2 * kConsumerRegs <= 3 * ((65536 / kThreads) / 8 * 8),
+                "setmaxnreg: the consumers ask for more registers than the producer gives back");
+  static_assert(kDq % 128 == 0 && kBarriers % 8 == 0, "alignment");
+  static_assert(kAllocBytes <= 227 * 1024, "an H100/H200 CTA has at most 227 KB of shared memory");
+};
+
+// The producer: warpgroup 0's first warp, all 32 lanes (they load the rows' statistics; one
+// elected lane issues the TMA copies). K_j and V_j once, then every query tile into its stage
+// once the consumers have released the stage's previous tile.
+template <class Cfg, class WS>
+__device__ __forceinline__ void produce_query_tiles(const CUtensorMap& map_q, const CUtensorMap& map_k,
+                                                    const CUtensorMap& map_v, const CUtensorMap& map_do,
+                                                    unsigned char* smem, const Params& p, int bh, int kv0,
+                                                    int q_begin, int n_tiles) {
+  constexpr int kBr = Cfg::kBr, kStages = Cfg::kStages;
+  uint64_t* const kv_full = reinterpret_cast<uint64_t*>(smem + WS::kBarriers);
+  uint64_t* const q_full = kv_full + 1;
+  uint64_t* const q_empty = q_full + kStages;
+  float* const lse_s = reinterpret_cast<float*>(smem + WS::kLse);
+  float* const delta_s = reinterpret_cast<float*>(smem + WS::kDelta);
+  const std::int64_t q_head = static_cast<std::int64_t>(bh) * p.nq;
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  const bool leader = elect_one_sync();
+  if (n_tiles == 0) return;
+  if (leader) {
+    prefetch_tensormap(&map_q);
+    prefetch_tensormap(&map_do);
+    mbarrier_arrive_expect_tx(kv_full, 2 * Cfg::kKvTileBytes);
+    tma_load_tile<Cfg::kBc, Cfg::kHeadDim>(smem + Cfg::kK, &map_k, kv_full, kv0, bh);  // line 6
+    tma_load_tile<Cfg::kBc, Cfg::kHeadDim>(smem + Cfg::kV, &map_v, kv_full, kv0, bh);
+  }
+  for (int it = 0; it < n_tiles; ++it) {
+    const int stage = it % kStages;
+    const int q0 = q_begin + it * kBr;
+    // TODO: produce_query_tiles (see the lab README)
+    // From the second round of stages on, wait until the consumers have released the stage
+    // (q_empty[stage]: its (it / kStages)-th phase, parity (it / kStages - 1) & 1). Then the 32
+    // lanes load the tile's row statistics into the stage (load_row_stats, lane of 32) and
+    // arrive on q_full[stage] (32 arrivals: each lane's own stores are released by its
+    // arrival); the leader arrives with expect_tx of the two tiles' bytes and issues the TMA
+    // copies of Q_i and dO_i, as step 1's issue_query_tile.
+  }
+}
+
+// The dQ writer of the deterministic mode: warpgroup 0's second warp. For every query tile, once
+// the consumers have written its dQ block into buffer it % kDqBuffers (kDqFull), one elected
+// lane waits for the K/V tile's turn, adds the buffer's rows into the accumulator with one bulk
+// reduction and passes the turn once the adds are done (not only read). Then the buffer goes
+// back to the consumers (kDqEmpty), unless no later tile uses it.
+template <class Cfg, class WS>
+__device__ __forceinline__ void write_dq_tiles(unsigned char* smem, const Params& p, int bh, int kv_tile, int q_begin,
+                                               int n_tiles) {
+  constexpr int kBr = Cfg::kBr, D = Cfg::kHeadDim;
+  const std::int64_t q_head = static_cast<std::int64_t>(bh) * p.nq;
+  const bool leader = elect_one_sync();
+  for (int it = 0; it < n_tiles; ++it) {
+    const int b = it % WS::kDqBuffers;
+    const int q0 = q_begin + it * kBr;
+    const float* const buffer = reinterpret_cast<const float*>(smem + WS::kDq + b * WS::kDqBufferBytes);
+    // TODO: write_dq_tiles (see the lab README)
+    // named_barrier_sync(WS::kDqFull + b, WS::kDqHandOverThreads): the block is in the buffer.
+    // The leader: spin_until_dq_turn(dq_turn_counter<Cfg>(p, bh, q0), dq_turn<Cfg>(p, kv_tile,
+    // q0)); bulk_reduce_add_f32 of min(kBr, nq - q0) rows (the buffer's rows past nq would land
+    // in the next head) into p.dq_accum + (q_head + q0) * D; bulk_commit_group;
+    // bulk_wait_group<0> (the adds done, not only the buffer read); pass_dq_turn. __syncwarp,
+    // then, if tile it + kDqBuffers exists, named_barrier_arrive(WS::kDqEmpty + b,
+    // WS::kDqHandOverThreads).
+  }
+}
+
+// Consumer warpgroup wg's dQ block of one query tile (dq, as step 1's) into the tile's shared-
+// memory buffer, [kBr][d] fp32 rows in the accumulator's order (dq_accum_column), row 0 being
+// the accumulator's row `row0`.
+template <class Cfg>
+__device__ __forceinline__ void store_dq_block(float* buffer, const float (&dq)[32], std::int64_t row0,
+                                               int query_block, int dim_block, int t) {
 #pragma unroll
-  for (int j = 0; j < D / 8; ++j) {
+  for (int j = 0; j < 8; ++j) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int key = kv0 + 64 * wg + frag_row(t, 2 * h);
-      if (key >= p.nk) continue;
-      const int col = frag_col(t, j, 0);
-      const std::int64_t at = (k_head + key) * D + col;
-      *reinterpret_cast<uint32_t*>(static_cast<T*>(p.dk) + at) =
-          pack_pair<T>(p.scale * dk[4 * j + 2 * h], p.scale * dk[4 * j + 2 * h + 1]);
-      *reinterpret_cast<uint32_t*>(static_cast<T*>(p.dv) + at) = pack_pair<T>(dv[4 * j + 2 * h], dv[4 * j + 2 * h + 1]);
+      const int row = 64 * query_block + frag_row(t, 2 * h);
+      const int col = dq_accum_column(row0 + row, 64 * dim_block + frag_col(t, j, 0));
+      *reinterpret_cast<float2*>(buffer + row * Cfg::kHeadDim + col) = make_float2(dq[4 * j + 2 * h], dq[4 * j + 2 * h + 1]);
     }
+  }
+}
+
+// The consumers: warpgroup wg (0 or 1) of the two, thread t of its 128 (ct of the 256).
+template <class Cfg, class WS, class T, bool kDeterministic>
+__device__ __forceinline__ void consume_query_tiles(unsigned char* smem, const Params& p, int bh, int kv_tile,
+                                                    int q_begin, int n_tiles, int wg, int t) {
+  constexpr int kBr = Cfg::kBr, kStages = Cfg::kStages, D = Cfg::kHeadDim;
+  const uint32_t base = smem_address(smem);
+  uint64_t* const kv_full = reinterpret_cast<uint64_t*>(smem + WS::kBarriers);
+  uint64_t* const q_full = kv_full + 1;
+  uint64_t* const q_empty = q_full + kStages;
+  float* const lse_s = reinterpret_cast<float*>(smem + WS::kLse);
+  float* const delta_s = reinterpret_cast<float*>(smem + WS::kDelta);
+  const int ct = 128 * wg + t;  // the default mode's reductions are thread 0's
+  const int kv0 = kv_tile * Cfg::kBc;
+  const std::int64_t q_head = static_cast<std::int64_t>(bh) * p.nq;
+  const std::int64_t k_head = static_cast<std::int64_t>(bh) * p.nk;
+
+  float dk[D / 2], dv[D / 2], st[kBr / 2], dpt[kBr / 2], dq[32];  // line 7, and the tile's accumulators
+#pragma unroll
+  for (int i = 0; i < D / 2; ++i) dk[i] = dv[i] = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kBr / 2; ++i) st[i] = dpt[i] = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 32; ++i) dq[i] = 0.0f;
+
+  const uint32_t k_tile = base + Cfg::kK, v_tile = base + Cfg::kV, ds_t_tile = base + Cfg::kDsT;
+  const uint32_t kv_rows = static_cast<uint32_t>(wg) * (64 * 128);
+  const int query_block = Cfg::kDqSplitsRows ? wg : 0, dim_block = Cfg::kDqSplitsRows ? 0 : wg;
+
+  for (int it = 0; it < n_tiles; ++it) {
+    const int stage = it % kStages;
+    const QueryTile q{base + Cfg::kQ + stage * Cfg::kQTileBytes, base + Cfg::kDO + stage * Cfg::kQTileBytes,
+                      lse_s + stage * kBr, delta_s + stage * kBr, q_begin + it * kBr};
+    if (it == 0) wait_barrier(kv_full, 0);
+    wait_barrier(&q_full[stage], (it / kStages) & 1);
+    // Deterministic mode: the other warpgroup's dQ product of the last tile may still read dS^T,
+    // and both must be through it before this tile's dS^T is written (the default mode's
+    // kTileDone barrier, at the end of the tile, does that there).
+    if (kDeterministic && it > 0) named_barrier_sync(WS::kTileDone, WS::kConsumerThreads);
+
+    uint32_t pt[kBr / 16][4], dst[kBr / 16][4];
+    backward_tile<Cfg, T>(p, q, k_tile + kv_rows, v_tile + kv_rows, kv0, wg, t, st, dpt, dk, dv, pt, dst);
+    store_ds_transposed<Cfg>(smem + Cfg::kDsT, dst, wg, t);
+    fence_proxy_async_shared();
+
+    // TODO: dq_to_buffer (see the lab README)
+    // Default mode: thread ct 0 waits until tile it - 2's reduction has read this tile's buffer
+    // (bulk_wait_group_read<WS::kDqBuffers - 1>). named_barrier_sync(WS::kDsReady, 256): dS^T
+    // complete. Line 15 as in step 1 (issue_dq, commit, wait<0>, the fences); the stage is now
+    // read by nobody: every thread arrives on q_empty[stage]. Deterministic mode, from tile
+    // kDqBuffers on: named_barrier_sync(WS::kDqEmpty + b, WS::kDqHandOverThreads) (the writer has
+    // handed the buffer back). store_dq_block into the buffer (row0 = q_head + q.q0), then
+    // fence_proxy_async_shared (the copy engine reads it). Deterministic mode: hand it to the
+    // writer, named_barrier_arrive(WS::kDqFull + b, WS::kDqHandOverThreads). Default mode:
+    // named_barrier_sync(WS::kTileDone, 256), then thread ct 0 issues bulk_reduce_add_f32 of
+    // min(kBr, nq - q0) rows (the buffer's rows past nq would land in the next head) into
+    // p.dq_accum + (q_head + q.q0) * D, and bulk_commit_group.
+  }
+  // Default mode: no reduction may still read a buffer when the CTA ends.
+  if (!kDeterministic && ct == 0) bulk_wait_group_read<0>();
+  store_key_gradients<Cfg, T>(p, dk, dv, k_head, kv0, wg, t);  // line 18
+}
+
+// Grid: (K/V tiles, B * H); 384 threads. __launch_bounds__ with the 1 gives every thread a
+// register cap at launch; without it ptxas drops setmaxnreg (lab 8's DESIGN.md section 6).
+template <int D, class T, bool kDeterministic>
+__global__ void __launch_bounds__(384, 1)
+    backward_warp_specialized_kernel(const __grid_constant__ CUtensorMap map_q,
+                                     const __grid_constant__ CUtensorMap map_k,
+                                     const __grid_constant__ CUtensorMap map_v,
+                                     const __grid_constant__ CUtensorMap map_do, const Params p) {
+  using Cfg = Tiles<D>;
+  using WS = WarpSpecializedTiles<D>;
+  extern __shared__ unsigned char smem_raw[];
+  unsigned char* const smem = smem_raw + ((1024 - (smem_address(smem_raw) & 1023)) & 1023);
+  uint64_t* const kv_full = reinterpret_cast<uint64_t*>(smem + WS::kBarriers);
+  uint64_t* const q_full = kv_full + 1;
+  uint64_t* const q_empty = q_full + Cfg::kStages;
+
+  const int bh = static_cast<int>(blockIdx.y);
+  const int kv_tile = kv_tile_of_cta<kDeterministic>(p);
+  const int q_begin = first_query_row<Cfg>(p, kv_tile * Cfg::kBc);
+  const int n_tiles = q_begin < p.nq ? (p.nq - q_begin + Cfg::kBr - 1) / Cfg::kBr : 0;
+  const int warpgroup = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 128, 0);
+
+  if (threadIdx.x == 0) {
+    mbarrier_init(kv_full, 1);
+    for (int s = 0; s < Cfg::kStages; ++s) {
+      mbarrier_init(&q_full[s], 32);                     // the producer warp's lanes
+      mbarrier_init(&q_empty[s], WS::kConsumerThreads);  // every consumer thread
+    }
+    fence_mbarrier_init();
+  }
+  __syncthreads();  // the last CTA-wide barrier: the producer does not come back to one
+
+  if (warpgroup == 0) {
+    setmaxnreg_dec<WS::kProducerRegs>();
+    const int warp = static_cast<int>(threadIdx.x) / 32;
+    if (warp == 0)
+      produce_query_tiles<Cfg, WS>(map_q, map_k, map_v, map_do, smem, p, bh, kv_tile * Cfg::kBc, q_begin, n_tiles);
+    else if (kDeterministic && warp == 1)
+      write_dq_tiles<Cfg, WS>(smem, p, bh, kv_tile, q_begin, n_tiles);
+  } else {
+    setmaxnreg_inc<WS::kConsumerRegs>();
+    consume_query_tiles<Cfg, WS, T, kDeterministic>(smem, p, bh, kv_tile, q_begin, n_tiles, warpgroup - 1,
+                                                    static_cast<int>(threadIdx.x) % 128);
   }
 }
 

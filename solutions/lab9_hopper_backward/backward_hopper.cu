@@ -59,12 +59,18 @@ __global__ void dot_do_o_kernel(const Params p, std::int64_t rows) {
   if (lane == 0) p.delta[row] = sum;
 }
 
-// dQ = tau * accumulator, rounded once; 2 elements a thread.
-template <class T>
-__global__ void convert_dq_kernel(const float* accum, T* dq, std::int64_t pairs, float scale) {
+// dQ = tau * accumulator, rounded once; 2 elements a thread. kPermuted: step 2's accumulator,
+// whose rows hold their 8-column groups permuted (dq_accum_column).
+template <class T, bool kPermuted>
+__global__ void convert_dq_kernel(const float* accum, T* dq, std::int64_t pairs, int d, float scale) {
   const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= pairs) return;
-  const float2 x = reinterpret_cast<const float2*>(accum)[i];
+  std::int64_t at = 2 * i;
+  if constexpr (kPermuted) {
+    const std::int64_t row = at / d;
+    at = row * d + dq_accum_column(row, static_cast<int>(at % d));
+  }
+  const float2 x = *reinterpret_cast<const float2*>(accum + at);
   reinterpret_cast<uint32_t*>(dq)[i] = pack_pair<T>(scale * x.x, scale * x.y);
 }
 
@@ -72,9 +78,25 @@ __global__ void convert_dq_kernel(const float* accum, T* dq, std::int64_t pairs,
 // Launches (given)
 // ------------------------------------------------------------------------------------------
 
+// Kernel 2 of a step, with the deterministic mode compiled in or not (the default), launched.
+template <int D, class T, bool kDeterministic>
+void launch_kernel_2(const Params& p, const CUtensorMap& map_q, const CUtensorMap& map_k, const CUtensorMap& map_v,
+                     const CUtensorMap& map_do, int batch_heads, bool warp_specialized, cudaStream_t stream) {
+  const auto kernel = warp_specialized ? backward_warp_specialized_kernel<D, T, kDeterministic>
+                                       : backward_hopper_kernel<D, T, kDeterministic>;
+  const int threads = warp_specialized ? WarpSpecializedTiles<D>::kThreads : Tiles<D>::kThreads;
+  const int bytes = warp_specialized ? WarpSpecializedTiles<D>::kAllocBytes : Tiles<D>::kAllocBytes;
+  require_shared_memory(bytes, "lab 9's kernel 2");
+  check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes),
+             "cudaFuncSetAttribute(kernel 2, MaxDynamicSharedMemorySize)");
+  const dim3 grid(static_cast<unsigned>((p.nk + Tiles<D>::kBc - 1) / Tiles<D>::kBc), static_cast<unsigned>(batch_heads));
+  kernel<<<grid, threads, bytes, stream>>>(map_q, map_k, map_v, map_do, p);
+  check_cuda(cudaGetLastError(), "lab 9 kernel 2 <<<...>>> launch");
+}
+
 template <int D, class T>
 void launch_all(const Params& p, const void* q, const void* k, const void* v, void* dq, int batch_heads,
-                bool deterministic, cudaStream_t stream) {
+                bool deterministic, lab7::HopperBackwardStep step, cudaStream_t stream) {
   using Cfg = Tiles<D>;
   const std::int64_t q_rows = static_cast<std::int64_t>(batch_heads) * p.nq;
 
@@ -95,26 +117,25 @@ void launch_all(const Params& p, const void* q, const void* k, const void* v, vo
   sm90::make_tensor_map_bhnd(&map_k, k, bf16, batch_heads, p.nk, D, Cfg::kBc);
   sm90::make_tensor_map_bhnd(&map_v, v, bf16, batch_heads, p.nk, D, Cfg::kBc);
 
-  // Kernel 2 with the deterministic mode compiled in, or without it (the default).
-  const auto kernel = deterministic ? backward_hopper_kernel<D, T, true> : backward_hopper_kernel<D, T, false>;
-  require_shared_memory(Cfg::kAllocBytes, "lab 9's backward_hopper_kernel");
-  check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kAllocBytes),
-             "cudaFuncSetAttribute(backward_hopper_kernel, MaxDynamicSharedMemorySize)");
-  const dim3 grid(static_cast<unsigned>((p.nk + Cfg::kBc - 1) / Cfg::kBc), static_cast<unsigned>(batch_heads));
-  kernel<<<grid, Cfg::kThreads, Cfg::kAllocBytes, stream>>>(map_q, map_k, map_v, map_do, p);
-  check_cuda(cudaGetLastError(), "backward_hopper_kernel<<<...>>> launch");
+  // Step 2's kernel 2 stores the dQ accumulator permuted, and kernel 3 reads it so.
+  const bool warp_specialized = step == lab7::HopperBackwardStep::warp_specialized;
+  if (deterministic)
+    launch_kernel_2<D, T, true>(p, map_q, map_k, map_v, map_do, batch_heads, warp_specialized, stream);
+  else
+    launch_kernel_2<D, T, false>(p, map_q, map_k, map_v, map_do, batch_heads, warp_specialized, stream);
 
   const std::int64_t pairs = q_rows * D / 2;
-  convert_dq_kernel<T><<<static_cast<unsigned>((pairs + 255) / 256), 256, 0, stream>>>(p.dq_accum, static_cast<T*>(dq),
-                                                                                         pairs, p.scale);
+  const auto convert = warp_specialized ? convert_dq_kernel<T, true> : convert_dq_kernel<T, false>;
+  convert<<<static_cast<unsigned>((pairs + 255) / 256), 256, 0, stream>>>(p.dq_accum, static_cast<T*>(dq), pairs, D,
+                                                                          p.scale);
   check_cuda(cudaGetLastError(), "convert_dq_kernel<<<...>>> launch");
 }
 
 template <class T>
 void launch_for_d(const Params& p, const void* q, const void* k, const void* v, void* dq, int d, int batch_heads,
-                  bool deterministic, cudaStream_t stream) {
-  if (d == 64) launch_all<64, T>(p, q, k, v, dq, batch_heads, deterministic, stream);
-  else launch_all<128, T>(p, q, k, v, dq, batch_heads, deterministic, stream);
+                  bool deterministic, lab7::HopperBackwardStep step, cudaStream_t stream) {
+  if (d == 64) launch_all<64, T>(p, q, k, v, dq, batch_heads, deterministic, step, stream);
+  else launch_all<128, T>(p, q, k, v, dq, batch_heads, deterministic, step, stream);
 }
 
 // The compute capability of the current device, as major * 10 + minor.
@@ -144,6 +165,9 @@ void flash_attention_backward(const void* Q, const void* K, const void* V, const
   if (options.kernel == lab7::BackwardKernel::cuda_cores)
     throw BadInput(std::string(kLab9Rules.tensor_cores.function) +
                    ": the Hopper backward runs on tensor cores only (BackwardKernel::automatic or tensor_cores)");
+  if (options.hopper_step != lab7::HopperBackwardStep::wgmma &&
+      options.hopper_step != lab7::HopperBackwardStep::warp_specialized)
+    throw BadInput(std::string(kLab9Rules.tensor_cores.function) + ": options.hopper_step is not one of lab 9's steps");
   // SKELETON: [[maybe_unused]]
   const BackwardCall call = check_backward(kLab9Rules, /*tensor_cores=*/true, Q, K, V, O, dO, lse, dQ, dK, dV, dtype,
                                            shape, options.causal, options.scale,
@@ -157,8 +181,8 @@ void flash_attention_backward(const void* Q, const void* K, const void* V, const
   // BEGIN SOLUTION flash_attention_backward
   //! fill detail::Params from the checked call (its scale is resolved; scale_log2 = scale *
   //! log2(e) is there too), then detail::launch_for_d<__nv_bfloat16> or <__half> (the launches
-  //! above are given: kernel 1, the tensor maps, kernel 2, kernel 3) with call.deterministic, on
-  //! options.stream
+  //! above are given: kernel 1, the tensor maps, kernel 2, kernel 3) with call.deterministic and
+  //! options.hopper_step, on options.stream
   detail::Params p{};
   p.o = call.o;
   p.dout = call.dout;
@@ -175,10 +199,10 @@ void flash_attention_backward(const void* Q, const void* K, const void* V, const
   p.scale_log2 = call.scale_log2;
   if (dtype == DType::bf16)
     detail::launch_for_d<__nv_bfloat16>(p, call.q, call.k, call.v, dQ, call.d, call.batch_heads, call.deterministic,
-                                        options.stream);
+                                        options.hopper_step, options.stream);
   else
     detail::launch_for_d<__half>(p, call.q, call.k, call.v, dQ, call.d, call.batch_heads, call.deterministic,
-                                 options.stream);
+                                 options.hopper_step, options.stream);
   // END SOLUTION
 }
 
