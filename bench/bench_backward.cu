@@ -5,7 +5,7 @@
 // {1k, 2k, 4k, 8k} (quick: 1k and 4k), causal and not.
 //
 //   bench_backward --out results.csv [--quick] [--budget-s 120] [--max-reps 20]
-//                  [--impls lab5,lab8,lab7,lab7-cuda-cores,lab9,lab9-deterministic] [--ds 64,128]
+//                  [--impls lab5,lab8,lab7,lab7-cuda-cores,lab9,lab9-deterministic,lab9-wgmma] [--ds 64,128]
 //                  [--ns 4096] [--causal 0,1]
 //
 // --impls, --ds, --ns and --causal keep only those rows (tools/profile runs one kernel so).
@@ -25,6 +25,7 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "course/errors.hpp"
@@ -88,7 +89,7 @@ int main(int argc, char** argv) {
   bool quick = false;
   double budget_s = 1e9;
   int max_reps = 20;
-  std::vector<std::string> impls = {"lab5", "lab8", "lab7", "lab7-cuda-cores", "lab9", "lab9-deterministic"};
+  std::vector<std::string> impls = {"lab5", "lab8", "lab7", "lab7-cuda-cores", "lab9", "lab9-deterministic", "lab9-wgmma"};
   std::vector<int> ds = {64, 128}, ns, causals = {0, 1};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -212,9 +213,14 @@ int main(int argc, char** argv) {
 #if COURSE_HAVE_LAB9
           // Lab 9, the Hopper backward (sm_90a), with dQ by atomics and with options.deterministic
           // (lab9-deterministic: the K/V tiles add into dQ in turn).
-          for (auto [impl, deterministic] : {std::pair{"lab9", false}, std::pair{"lab9-deterministic", true}}) {
+          // lab9-wgmma: step 1 of its staircase (lab9 is its best step).
+          using Step = course::lab7::HopperBackwardStep;
+          for (auto [impl, deterministic, step] : {std::tuple{"lab9", false, Step::best},
+                                                   std::tuple{"lab9-deterministic", true, Step::best},
+                                                   std::tuple{"lab9-wgmma", false, Step::wgmma}}) {
             course::lab7::BackwardGpuOptions options = bo;
             options.deterministic = deterministic;
+            options.hopper_step = step;
             time_row(impl, "backward", bwd_flops, [&] {
               course::lab9::flash_attention_backward(q.get(), k.get(), v.get(), o.get(), dout.get(),
                                                      lse.as<float>(), dq.get(), dk.get(), dv.get(),

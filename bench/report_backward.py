@@ -28,15 +28,17 @@ PAIRS = [("course: lab 5 + lab 7 (tensor cores)", "lab5", "lab7"),
          ("PyTorch cuDNN", "torch:cudnn", "torch:cudnn")]
 # One colour per implementation in both rows of the picture (by the backward's impl).
 COLOURS = {"lab7": "tab:blue", "lab7-cuda-cores": "tab:orange", "lab9": "tab:purple", "lab9-deterministic": "tab:pink",
-           "torch:flash": "tab:green", "torch:cudnn": "tab:red"}
+           "lab9-wgmma": "tab:brown", "torch:flash": "tab:green", "torch:cudnn": "tab:red"}
 # The backward implementations, in the table's and the picture's order.
 BACKWARDS = [("lab7", "lab7 bwd", "lab 7, tensor cores"), ("lab7-cuda-cores", "lab7 cc bwd", "lab 7, CUDA cores"),
-             ("lab9", "lab9 bwd", "lab 9, Hopper (wgmma)"),
-             ("lab9-deterministic", "lab9 det bwd", "lab 9, deterministic dQ"),
+             ("lab9-wgmma", "lab9 step 1 bwd", "lab 9 step 1 (one kind of warpgroup)"),
+             ("lab9", "lab9 bwd", "lab 9 step 2 (warp-specialised)"),
+             ("lab9-deterministic", "lab9 det bwd", "lab 9 step 2, deterministic dQ"),
              ("torch:flash", "torch:flash bwd", "PyTorch flash (FA2)"),
              ("torch:cudnn", "torch:cudnn bwd", "PyTorch cuDNN")]
 # (numerator, denominator) of the backward ratios in the table.
-RATIOS = [("lab7", "torch:flash"), ("lab9", "torch:flash"), ("lab9", "torch:cudnn"), ("lab9-deterministic", "lab9")]
+RATIOS = [("lab7", "torch:flash"), ("lab9", "lab9-wgmma"), ("lab9", "torch:flash"), ("lab9", "torch:cudnn"),
+          ("lab9-deterministic", "lab9")]
 FORWARDS = [("lab5", "lab5 fwd"), ("lab8", "lab8 fwd"), ("torch:flash", "flash fwd")]
 
 
@@ -74,7 +76,7 @@ def markdown(rows, gpu, commit):
     ratios = [(a, b) for a, b in RATIOS if present(rows, a, "backward") and present(rows, b, "backward")]
     forwards = [f for f in FORWARDS if present(rows, f[0], "forward")]
     pairs = [p for p in PAIRS if present(rows, p[1], "forward") and present(rows, p[2], "backward")]
-    short = {"torch:flash": "flash", "torch:cudnn": "cuDNN", "lab9-deterministic": "lab9 det"}
+    short = {"torch:flash": "flash", "torch:cudnn": "cuDNN", "lab9-deterministic": "lab9 det", "lab9-wgmma": "lab9 step 1"}
     pair_short = {"lab5": "lab 5 + 7", "lab8": "lab 8 + 9", "torch:flash": "flash", "torch:cudnn": "cuDNN"}
     header = (["d", "N", "causal"] + [b[1] for b in backwards]
               + [f"{short.get(a, a)} / {short.get(b, b)}" for a, b in ratios]
@@ -82,7 +84,10 @@ def markdown(rows, gpu, commit):
     # What each column is, for the implementations this run has.
     meaning = {"lab7": "lab7 = the course's GPU backward on tensor cores (part 3, mma.sync)",
                "lab7-cuda-cores": "lab7 cc = on CUDA cores (part 2, fp32 arithmetic)",
-               "lab9": "lab9 = the Hopper backward (wgmma, TMA; H100 and H200 only)",
+               "lab9-wgmma": "lab9 step 1 = the Hopper backward's first step (wgmma, TMA, one kind of warpgroup, dQ by "
+                             "atomics; H100 and H200 only)",
+               "lab9": "lab9 = its best step, step 2 (a producer warp, setmaxnreg, dQ added by bulk reductions from "
+                       "shared memory)",
                "lab9-deterministic": "lab9 det = the same with options.deterministic (the K/V tiles add into dQ in "
                                      "turn, the same bits in every run)",
                "torch:flash": "torch:flash and torch:cudnn = PyTorch SDPA's backends, timed in the same run, their "
