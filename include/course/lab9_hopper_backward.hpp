@@ -14,10 +14,12 @@
 
 namespace course::lab9 {
 
-// Lab 7's options. `kernel` must be automatic or tensor_cores: the Hopper backward has one
-// kernel, on tensor cores (cuda_cores is rejected with course::BadInput). `deterministic` is
-// this lab's: the K/V tiles add their shares of dQ in a fixed order (K/V tile 0 first), so dQ,
-// like dK and dV, is the same bit for bit in every run, whatever else runs on the GPU.
+// Lab 7's options. `kernel` must be automatic or tensor_cores: the Hopper backward runs on
+// tensor cores only (cuda_cores is rejected with course::BadInput). `hopper_step` and
+// `deterministic` are this lab's: the step of its staircase (lab7::HopperBackwardStep: wgmma, or
+// warp_specialized, the default `best`; any other value is course::BadInput), and dQ added by
+// the K/V tiles in a fixed order, so that dQ, like dK and dV, is the same bit for bit in every
+// run, whatever else runs on the GPU.
 using BackwardGpuOptions = course::lab7::BackwardGpuOptions;
 
 // Workspace bytes flash_attention_backward needs: lab 7's B * H * Nq * (d + 1) floats (the fp32
