@@ -216,6 +216,20 @@ void require_device() {
   if (!why.empty()) grading::skip(why + "; GPU labs are graded on a machine with an NVIDIA GPU");
 }
 
+void require_hopper(const std::string& lab) {
+  require_device();
+  static const std::string why = [] {
+    try {
+      const int cc = course::compute_capability();
+      if (cc == 90) return std::string();
+      return "this GPU is compute capability " + std::to_string(cc / 10) + "." + std::to_string(cc % 10);
+    } catch (const std::runtime_error&) {
+      return std::string("cannot read the device's compute capability");
+    }
+  }();
+  if (!why.empty()) grading::skip(lab + " needs a compute capability 9.0 GPU (H100/H200: wgmma and TMA are sm_90a); " + why);
+}
+
 gpu_wire::KernelCall Config::call() const {
   gpu_wire::KernelCall k;
   k.B = B, k.H = H, k.Nq = Nq, k.Nk = Nk, k.d = d, k.dtype = dtype, k.causal = causal, k.scale = scale;

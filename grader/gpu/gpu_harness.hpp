@@ -27,6 +27,11 @@ using course::DType;
 // Skips the current check (with the reason) when no CUDA device can be used.
 void require_device();
 
+// Skips the current check unless the GPU is compute capability 9.0 (H100, H200): labs 8 and 9
+// run sm_90a code (wgmma, TMA) and are compiled for nothing else. `lab` ("lab 8") names the lab
+// in the reason.
+void require_hopper(const std::string& lab);
+
 struct Config {
   int B = 1, H = 1, Nq = 1, Nk = 1, d = 64;
   DType dtype = DType::fp32;

@@ -14,8 +14,6 @@
 #include <utility>
 #include <vector>
 
-#include <cuda_runtime_api.h>
-
 #include "attention_problem.hpp"
 #include "course/errors.hpp"
 #include "course/lab8_hopper.hpp"
@@ -32,21 +30,7 @@ namespace {
 
 // Skips the check unless a CUDA device of compute capability 9.0 is here: wgmma and TMA as this
 // lab uses them exist on sm_90a only (H100, H200), and the lab is compiled for nothing else.
-void require_hopper() {
-  gpu_grading::require_device();
-  static const std::string why = [] {
-    int device = 0, major = 0, minor = 0;
-    if (cudaGetDevice(&device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess)
-      return std::string("cannot read the device's compute capability");
-    if (major != 9 || minor != 0)
-      return "this GPU is compute capability " + std::to_string(major) + "." + std::to_string(minor);
-    return std::string();
-  }();
-  if (!why.empty())
-    grading::skip("lab 8 needs a compute capability 9.0 GPU (H100/H200: wgmma and TMA are sm_90a); " + why);
-}
+void require_hopper() { gpu_grading::require_hopper("lab 8"); }
 
 bool check(Config c, Version v = Version::best, std::uint64_t seed = grading::seed()) {
   c.version = int(v);

@@ -21,8 +21,6 @@
 #include <string>
 #include <vector>
 
-#include <cuda_runtime_api.h>
-
 #include "backward_gpu_checks.hpp"
 #include "backward_speed_check.hpp"
 #include "course/errors.hpp"
@@ -34,21 +32,7 @@ namespace {
 
 // Skips the check unless a CUDA device of compute capability 9.0 is here (lab 8's rule: wgmma
 // and TMA exist on sm_90a only, and the lab is compiled for nothing else).
-void require_hopper() {
-  gpu_grading::require_device();
-  static const std::string why = [] {
-    int device = 0, major = 0, minor = 0;
-    if (cudaGetDevice(&device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess)
-      return std::string("cannot read the device's compute capability");
-    if (major != 9 || minor != 0)
-      return "this GPU is compute capability " + std::to_string(major) + "." + std::to_string(minor);
-    return std::string();
-  }();
-  if (!why.empty())
-    grading::skip("lab 9 needs a compute capability 9.0 GPU (H100/H200: wgmma and TMA are sm_90a); " + why);
-}
+void require_hopper() { gpu_grading::require_hopper("lab 9"); }
 
 // Lab 9 is called with the tensor-core kernel's number on the wire (its only kind of kernel) and
 // the step of its staircase: kHopper is the default step (the best, step 2), kSteps each one in

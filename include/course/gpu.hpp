@@ -74,6 +74,18 @@ inline int multiprocessor_count() {
   return sms;
 }
 
+// The compute capability of the current GPU as major * 10 + minor: 90 on an H100 or H200, 80 on
+// an A100, 89 on an RTX 40 or L4. Labs 8 and 9 run sm_90a code and check for exactly 90.
+inline int compute_capability() {
+  int device = 0, major = 0, minor = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  check_cuda(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device),
+             "cudaDeviceGetAttribute(ComputeCapabilityMajor)");
+  check_cuda(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device),
+             "cudaDeviceGetAttribute(ComputeCapabilityMinor)");
+  return 10 * major + minor;
+}
+
 // The least shared memory per block of the GPUs the course builds for (sm_80 and up): 99 KB on
 // an RTX 30 (sm_86), an RTX 40 or L4 (sm_89) and an RTX 50 (sm_120). A kernel that asks for more
 // needs a smaller tile configuration to fall back to (see shared_memory_per_block below).

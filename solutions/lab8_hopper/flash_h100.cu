@@ -153,17 +153,6 @@ void dispatch_head_dim(int d, Version version, const KernelParams& params, int b
   return dispatch_version<128, T>(version, params, batch_heads, stream);
 }
 
-// The compute capability of the current device, as major * 10 + minor.
-int current_compute_capability() {
-  int device = 0, major = 0, minor = 0;
-  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
-  check_cuda(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device),
-             "cudaDeviceGetAttribute(ComputeCapabilityMajor)");
-  check_cuda(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device),
-             "cudaDeviceGetAttribute(ComputeCapabilityMinor)");
-  return 10 * major + minor;
-}
-
 }  // namespace
 
 void flash_attention_forward(const void* Q, const void* K, const void* V, void* O, float* lse,
@@ -175,7 +164,7 @@ void flash_attention_forward(const void* Q, const void* K, const void* V, void* 
   // SKELETON: [[maybe_unused]]
   const ForwardCall call = check_forward(kLab8Rules, Q, K, V, O, lse, dtype, shape,
       options.causal, options.scale, options.stream);
-  const int cc = current_compute_capability();
+  const int cc = compute_capability();
   if (cc != 90)
     throw BadInput(std::string(kLab8Rules.function) +
                    ": this lab needs a compute capability 9.0 GPU (H100/H200: wgmma and TMA are "

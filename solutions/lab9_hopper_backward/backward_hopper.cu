@@ -138,17 +138,6 @@ void launch_for_d(const Params& p, const void* q, const void* k, const void* v, 
   else launch_all<128, T>(p, q, k, v, dq, batch_heads, deterministic, step, stream);
 }
 
-// The compute capability of the current device, as major * 10 + minor.
-int compute_capability() {
-  int device = 0, major = 0, minor = 0;
-  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
-  check_cuda(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device),
-             "cudaDeviceGetAttribute(ComputeCapabilityMajor)");
-  check_cuda(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device),
-             "cudaDeviceGetAttribute(ComputeCapabilityMinor)");
-  return 10 * major + minor;
-}
-
 }  // namespace course::lab9::detail
 
 namespace course::lab9 {
@@ -173,7 +162,7 @@ void flash_attention_backward(const void* Q, const void* K, const void* V, const
                                            shape, options.causal, options.scale,
                                            {options.workspace, options.workspace_bytes}, options.stream,
                                            options.deterministic);
-  if (detail::compute_capability() != 90)
+  if (compute_capability() != 90)
     throw BadInput(std::string(kLab9Rules.tensor_cores.function) +
                    ": this lab needs a compute capability 9.0 GPU (H100/H200: wgmma and TMA are sm_90a "
                    "instructions)");
