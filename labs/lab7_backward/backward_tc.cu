@@ -80,7 +80,6 @@ struct TcTiles {
   static constexpr int kDimTiles = D / 8;                  // 8-wide n-tiles of dV, dK
   static constexpr int kDqDimTiles = kDimTiles / kDimSplits > 8 ? 8 : kDimTiles / kDimSplits;  // per pass
   static constexpr int kDqPasses = kDimTiles / kDimSplits / kDqDimTiles;
-  static constexpr int kDimSteps = D / 16;                 // 16-wide k-steps of S^T and dP^T
   static constexpr int kKvTile = kBc * D;  // elements of the K or V tile
   static constexpr int kQTile = kBr * D;   // elements of a Q or dO tile
   // K, V, the stages of Q and of dO, and dS^T (kBc x kBr), all 16-bit; then the stages of the

@@ -80,7 +80,6 @@ struct TcTiles {
   static constexpr int kDimTiles = D / 8;                  // 8-wide n-tiles of dV, dK
   static constexpr int kDqDimTiles = kDimTiles / kDimSplits > 8 ? 8 : kDimTiles / kDimSplits;  // per pass
   static constexpr int kDqPasses = kDimTiles / kDimSplits / kDqDimTiles;
-  static constexpr int kDimSteps = D / 16;                 // 16-wide k-steps of S^T and dP^T
   static constexpr int kKvTile = kBc * D;  // elements of the K or V tile
   static constexpr int kQTile = kBr * D;   // elements of a Q or dO tile
   // K, V, the stages of Q and of dO, and dS^T (kBc x kBr), all 16-bit; then the stages of the
@@ -155,7 +154,7 @@ __device__ __forceinline__ void scores_transposed(float (&st)[kQueryTiles][4], f
 #pragma unroll
     for (int e = 0; e < 4; ++e) st[n][e] = dpt[n][e] = 0.0f;
 #pragma unroll
-  for (int ks = 0; ks < TcTiles<D>::kDimSteps; ++ks) {
+  for (int ks = 0; ks < D / 16; ++ks) {  // the 16-wide k-steps of the head dimension
     uint32_t ka[4], va[4];
     load_a_fragment<D, true, true>(ka, k_s, key_row0, 16 * ks, lane);
     load_a_fragment<D, true, true>(va, v_s, key_row0, 16 * ks, lane);
