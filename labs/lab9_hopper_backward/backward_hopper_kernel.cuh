@@ -1,12 +1,16 @@
-// Lab 9 (beyond): the attention backward pass on Hopper, step 1 -- FA2 Algorithm 2 with every
-// matrix product on wgmma, and the tiles brought in by TMA on mbarriers.
+// Lab 9 (beyond): the attention backward pass on Hopper -- FA2 Algorithm 2 with every matrix
+// product on wgmma, and the tiles brought in by TMA on mbarriers, in two steps: step 1 (one
+// kind of warpgroup that loads, computes and adds dQ with atomics) and step 2 (a producer warp,
+// setmaxnreg, and dQ added from shared memory by bulk reductions; "Kernel 2, step 2" below).
 // Lecture: lectures/09-hopper-backward.md. The toolkit (wgmma, descriptors, swizzle, mbarrier,
 // TMA) is lab 8's, course/mma_sm90.cuh; the host side is backward_hopper.cu.
 //
 // Reading guide. Three kernels, as in lab 7: kernel 1 computes D = rowsum(dO o O) and zeroes the
 // fp32 dQ accumulator, kernel 3 turns the accumulator into dQ, and kernel 2 (this file's
-// backward_hopper_kernel) does the rest. One CTA of kernel 2 owns a K/V tile of kBc = 128 keys of
-// one (batch, head) and walks over the query tiles (kBr rows) that can see it:
+// backward_hopper_kernel for step 1, backward_warp_specialized_kernel for step 2) does the rest.
+// What follows is step 1's CTA; step 2 keeps its tiles and products and changes who loads and who
+// adds dQ. One CTA of kernel 2 owns a K/V tile of kBc = 128 keys of one (batch, head) and walks
+// over the query tiles (kBr rows) that can see it:
 //
 //   K_j, V_j         TMA, once, into shared memory (line 6)
 //   Q_i, dO_i        TMA, two shared-memory stages: tile i + 2 is copied in while the CTA
@@ -503,8 +507,8 @@ __global__ void __launch_bounds__(256, 1)
 //     (it cost this mode 20-46% of its speed on the H200). There the reductions are the dQ
 //     writer's: warpgroup 0's second warp, to which the consumers hand each buffer on named
 //     barriers (kDqFull) and which hands it back once read (kDqEmpty). In the default mode the
-//     writer warp measured slower (0.79-0.94x at d = 64, where the consumers' registers then
-//     spill, and up to 0.92x at d = 128), so there the consumers keep the reduction.
+//     writer warp measured slower (0.79-0.89x at d = 64, where the consumers' registers then
+//     spill, and 0.92-1.00x at d = 128), so there the consumers keep the reduction.
 // The accumulator's rows are stored with their 8-column groups permuted (dq_accum_column): the
 // consumers' float2 stores into the buffer then hit 32 different banks, and the copy keeps the
 // buffer's order; kernel 3 undoes the permutation.

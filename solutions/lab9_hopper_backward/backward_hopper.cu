@@ -4,9 +4,11 @@
 // Three kernels on options.stream, as in lab 7 (course/lab7_backward_gpu.hpp):
 //   kernel 1 (dot_do_o_kernel): D_i = rowsum(dO_i o O_i) (Algorithm 2, line 4), and the fp32 dQ
 //            accumulator and the deterministic mode's turn counters zeroed;
-//   kernel 2 (backward_hopper_kernel, backward_hopper_kernel.cuh): dK and dV written, every K/V
-//            tile's share of dQ added into the accumulator;
-//   kernel 3 (convert_dq_kernel): dQ = tau * accumulator, rounded once to the dtype.
+//   kernel 2 (backward_hopper_kernel.cuh: backward_hopper_kernel for step 1,
+//            backward_warp_specialized_kernel for step 2, options.hopper_step): dK and dV
+//            written, every K/V tile's share of dQ added into the accumulator;
+//   kernel 3 (convert_dq_kernel): dQ = tau * accumulator, rounded once to the dtype (step 2's
+//            accumulator is read with its column groups permuted back).
 // Compiled for sm_90a only (grader/lab9_hopper_backward/CMakeLists.txt): wgmma exists nowhere else.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
