@@ -34,14 +34,14 @@ struct TensorMaps {
 // The maps of one launch, their boxes from the configuration launched: Q's boxes have the query
 // tile's rows, K's and V's the key tile's. Step 1 reads with plain loads and gets them zeroed.
 template <class Cfg, class Step, class T>
-TensorMaps make_maps(const KernelParams& params, int batch_heads) {
+TensorMaps make_maps(const KernelParams& params) {
   TensorMaps maps;
   std::memset(static_cast<void*>(&maps), 0, sizeof maps);
   if constexpr (Step::tma) {
     constexpr bool bf16 = std::is_same_v<T, __nv_bfloat16>;
-    sm90::make_tensor_map_bhnd(&maps.q, params.q, bf16, batch_heads, params.nq, Cfg::kHeadDim, Cfg::kBlockM);
-    sm90::make_tensor_map_bhnd(&maps.k, params.k, bf16, batch_heads, params.nk, Cfg::kHeadDim, Cfg::kBlockN);
-    sm90::make_tensor_map_bhnd(&maps.v, params.v, bf16, batch_heads, params.nk, Cfg::kHeadDim, Cfg::kBlockN);
+    sm90::make_tensor_map_bhnd(&maps.q, params.q, bf16, params.batch_heads, params.nq, Cfg::kHeadDim, Cfg::kBlockM);
+    sm90::make_tensor_map_bhnd(&maps.k, params.k, bf16, params.batch_heads, params.nk, Cfg::kHeadDim, Cfg::kBlockN);
+    sm90::make_tensor_map_bhnd(&maps.v, params.v, bf16, params.batch_heads, params.nk, Cfg::kHeadDim, Cfg::kBlockN);
   }
   return maps;
 }
@@ -50,8 +50,8 @@ TensorMaps make_maps(const KernelParams& params, int batch_heads) {
 // launch order, so the CTAs running at one time share that head's K and V in L2.
 // Step 9: one CTA per SM, or one per item of WorkSchedule where there are fewer.
 template <class Cfg, class Step, class T>
-void launch_forward(const KernelParams& params, int batch_heads, cudaStream_t stream) {
-  const TensorMaps maps = make_maps<Cfg, Step, T>(params, batch_heads);
+void launch_forward(const KernelParams& params, cudaStream_t stream) {
+  const TensorMaps maps = make_maps<Cfg, Step, T>(params);
   const auto kernel = flash_h100_forward_kernel<Cfg, Step, T>;
   constexpr int smem_bytes = SmemLayout<Cfg, Step>::kBytes;
   // Above 48 KB a kernel must opt in to its dynamic shared memory.
@@ -59,9 +59,9 @@ void launch_forward(const KernelParams& params, int batch_heads, cudaStream_t st
              "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
   using Schedule = WorkSchedule<Cfg, Step>;
   const int q_blocks = Schedule::query_tiles(params.nq);
-  dim3 grid(q_blocks, batch_heads);
+  dim3 grid(q_blocks, params.batch_heads);
   if constexpr (Step::persistent) {
-    const int items = Schedule::items_per_head(q_blocks, params.causal) * batch_heads;
+    const int items = Schedule::items_per_head(q_blocks, params.causal) * params.batch_heads;
     grid = dim3(std::min(items, multiprocessor_count()));
   }
   kernel<<<grid, kThreadsOf<Cfg, Step>, smem_bytes, stream>>>(maps.q, maps.k, maps.v, params);
@@ -112,45 +112,44 @@ using ShippedConfig = std::conditional_t<Step::warp_specialized, typename WarpSp
 // One version at one head dimension: the causal and the non-causal tiles (one instantiation
 // where they are the same).
 template <int kHeadDim, Version kVersion, class T>
-void launch_shipped(const KernelParams& params, int batch_heads, cudaStream_t stream) {
+void launch_shipped(const KernelParams& params, cudaStream_t stream) {
   using Step = typename detail::StepOf<kVersion>::type;
   static_assert(Step::kVersion == kVersion, "StepOf maps each Version to its own step");
   if (params.causal)
-    detail::launch_forward<ShippedConfig<kHeadDim, Step, true>, Step, T>(params, batch_heads, stream);
+    detail::launch_forward<ShippedConfig<kHeadDim, Step, true>, Step, T>(params, stream);
   else
-    detail::launch_forward<ShippedConfig<kHeadDim, Step, false>, Step, T>(params, batch_heads, stream);
+    detail::launch_forward<ShippedConfig<kHeadDim, Step, false>, Step, T>(params, stream);
 }
 
 template <int kHeadDim, class T>
-void dispatch_version(Version version, const KernelParams& params, int batch_heads, cudaStream_t stream) {
+void dispatch_version(Version version, const KernelParams& params, cudaStream_t stream) {
   switch (version) {
     case Version::wgmma:
-      return launch_shipped<kHeadDim, Version::wgmma, T>(params, batch_heads, stream);
+      return launch_shipped<kHeadDim, Version::wgmma, T>(params, stream);
     case Version::tma:
-      return launch_shipped<kHeadDim, Version::tma, T>(params, batch_heads, stream);
+      return launch_shipped<kHeadDim, Version::tma, T>(params, stream);
     case Version::pipelined:
-      return launch_shipped<kHeadDim, Version::pipelined, T>(params, batch_heads, stream);
+      return launch_shipped<kHeadDim, Version::pipelined, T>(params, stream);
     case Version::warp_specialized:
-      return launch_shipped<kHeadDim, Version::warp_specialized, T>(params, batch_heads, stream);
+      return launch_shipped<kHeadDim, Version::warp_specialized, T>(params, stream);
     case Version::causal_skip:
-      return launch_shipped<kHeadDim, Version::causal_skip, T>(params, batch_heads, stream);
+      return launch_shipped<kHeadDim, Version::causal_skip, T>(params, stream);
     case Version::intra_wg_overlap:
-      return launch_shipped<kHeadDim, Version::intra_wg_overlap, T>(params, batch_heads, stream);
+      return launch_shipped<kHeadDim, Version::intra_wg_overlap, T>(params, stream);
     case Version::pingpong:
-      return launch_shipped<kHeadDim, Version::pingpong, T>(params, batch_heads, stream);
+      return launch_shipped<kHeadDim, Version::pingpong, T>(params, stream);
     case Version::exp2_poly:
-      return launch_shipped<kHeadDim, Version::exp2_poly, T>(params, batch_heads, stream);
+      return launch_shipped<kHeadDim, Version::exp2_poly, T>(params, stream);
     case Version::persistent:
-      return launch_shipped<kHeadDim, Version::persistent, T>(params, batch_heads, stream);
+      return launch_shipped<kHeadDim, Version::persistent, T>(params, stream);
   }
   throw BadInput("lab8::flash_attention_forward: unknown Version value");
 }
 
 template <class T>
-void dispatch_head_dim(int d, Version version, const KernelParams& params, int batch_heads,
-                       cudaStream_t stream) {
-  if (d == 64) return dispatch_version<64, T>(version, params, batch_heads, stream);
-  return dispatch_version<128, T>(version, params, batch_heads, stream);
+void dispatch_head_dim(int d, Version version, const KernelParams& params, cudaStream_t stream) {
+  if (d == 64) return dispatch_version<64, T>(version, params, stream);
+  return dispatch_version<128, T>(version, params, stream);
 }
 
 }  // namespace
@@ -187,11 +186,10 @@ void flash_attention_forward(const void* Q, const void* K, const void* V, void* 
   params.scale_log2 = call.scale_log2;
   params.batch_heads = call.batch_heads;
 
-  const int bh = call.batch_heads;
   if (dtype == DType::bf16) {
-    dispatch_head_dim<__nv_bfloat16>(shape.d, options.version, params, bh, options.stream);
+    dispatch_head_dim<__nv_bfloat16>(shape.d, options.version, params, options.stream);
   } else {
-    dispatch_head_dim<__half>(shape.d, options.version, params, bh, options.stream);
+    dispatch_head_dim<__half>(shape.d, options.version, params, options.stream);
   }
   // END SOLUTION
 }

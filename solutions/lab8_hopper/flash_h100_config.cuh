@@ -215,7 +215,7 @@ struct KernelParams {
   bool causal;
   float scale;       // softmax scale (1/sqrt(d) by default)
   float scale_log2;  // scale * log2(e): exp(scale*(s-m)) == exp2(s*scale_log2 - m*scale_log2)
-  int batch_heads;   // B * H (step 9's grid does not say it)
+  int batch_heads;   // B * H: the heads the tensor maps and the grid (step 9: its schedule) cover
 };
 
 }  // namespace course::lab8::detail
