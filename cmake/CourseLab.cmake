@@ -33,6 +33,14 @@
 #     like FIND it stops the configure step when it no longer applies) and a test that it earns
 #     full marks at COURSE_VARIANT_SEEDS (1-4). CHECKS "gpu:*" grades only the checks whose
 #     names match (a variant of a lab's GPU part, whose CPU part is the solution's, unchanged).
+#
+#   course_partial_submission(LAB 9 NAME step_1_only FILE kernel.cuh FIND "..." REPLACE "..."
+#                             EARNS "<a check of the steps it has>")
+#     builds labN_worker_partial_<name> from the solution with a later step of a staircase lab
+#     left as the skeleton has it (FIND/REPLACE or PATCH, as above), and a test that, graded in
+#     full (speed checks left out), it earns EARNS's points: a student who stops at an earlier
+#     step keeps that step's points, however the unwritten one fails (a kernel stopped at a
+#     bounded wait leaves its process's CUDA context broken, and the next call fails too).
 
 # Two tiers of seeds. The project's test suite (./course test, CI) grades each solution at seeds
 # 1-8 and each correct variant at seeds 1-4: twenty seeds of lab 3 and lab 7 and their variants
@@ -535,6 +543,26 @@ function(course_correct_variant)
   endif()
   set_tests_properties(lab${n}.variant.${V_NAME} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1200 RUN_SERIAL ${serial}
                        COST 100)  # as the solution's (course_add_lab)
+endfunction()
+
+function(course_partial_submission)
+  cmake_parse_arguments(PARSE_ARGV 0 P "" "LAB;NAME;FILE;FIND;REPLACE;PATCH;EARNS" "")
+  set(n ${P_LAB})
+  if(COURSE_STUDENT_BUILD OR NOT COURSE_PLANTED_BUGS OR NOT TARGET grade_lab${n})
+    return()
+  endif()
+  get_property(timeout GLOBAL PROPERTY COURSE_LAB_${n}_TIMEOUT)
+  _course_derived_sources(${n} ${P_NAME} partial "${P_FILE}" "${P_FIND}" "${P_REPLACE}" "${P_PATCH}" derived)
+  _course_skip_unbuilt_derived("${derived_changed}" lab${n}.partial.${P_NAME} not_built)
+  if(not_built)
+    return()
+  endif()
+  _course_lab_process_from(${n} lab${n}_worker_partial_${P_NAME} "${derived}" "${derived_changed}")
+  add_test(NAME lab${n}.partial.${P_NAME}
+           COMMAND course_runner expect --binary $<TARGET_FILE:grade_lab${n}>
+                   --worker $<TARGET_FILE:lab${n}_worker_partial_${P_NAME}>
+                   --earns "${P_EARNS}" --exclude "speed:*" --timeout ${timeout})
+  set_tests_properties(lab${n}.partial.${P_NAME} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
 endfunction()
 
 # graders.tsv in the build folder: one line per lab for course_runner (number, folder, cpu|gpu,

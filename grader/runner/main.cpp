@@ -4,7 +4,8 @@
 //   course_runner grade  --manifest FILE [--workers DIR] [--labs 1,3] [--solutions] [--seed S]
 //                        [--timeout SEC] [--out DIR] [--verbose]
 //   course_runner expect --binary GRADER --worker LAB_PROCESS [--solution-worker LAB_PROCESS]
-//                        (--full-marks [--seeds 1-20] | (--fail | --short-of-full) CHECK [--message TEXT])
+//                        (--full-marks [--seeds 1-20] | (--fail | --short-of-full) CHECK [--message TEXT]
+//                         | --earns CHECK)
 //                        [--seed S] [--timeout SEC] [--exclude 'speed:*'] [--only 'gpu:*']
 //   course_runner list   --binary GRADER      (each check's points and name)
 //   course_runner gradebook --results DIR --names FILE --labs 1,2,3 --out gradebook.csv
@@ -17,7 +18,9 @@
 // tests call: a solution or correct variant must earn full marks (at every seed asked for), a
 // planted bug must fail the check it was planted for, for the reason it was planted for
 // (--short-of-full: must not earn that check's full points, e.g. a speed check graded on a
-// sliding scale, where an honest result for the planted code is partial credit).
+// sliding scale, where an honest result for the planted code is partial credit); a partial
+// submission (a staircase lab with its later steps not written) must earn the points of the
+// steps it has (--earns: that check passes, whatever the others do).
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -42,7 +45,7 @@ using runner::LabResult;
 
 struct Args {
   std::string mode, manifest, workers, binary, worker, solution_worker, seed = "1", seeds, out = "out", labs,
-      fail_check, message, exclude, only, results, names;
+      fail_check, earns_check, message, exclude, only, results, names;
   bool solutions = false, full_marks = false, verbose = false,
        partial_rejects = false;  // --short-of-full: partial credit on fail_check counts as rejected
   double timeout = 120;
@@ -53,8 +56,8 @@ struct Args {
                "course_runner: %s\nusage: course_runner grade --manifest FILE [--workers DIR] [--labs 1,2] "
                "[--solutions] [--seed S] [--timeout SEC] [--out DIR] [--verbose]\n"
                "       course_runner expect --binary GRADER --worker LAB_PROCESS [--solution-worker P] "
-               "(--full-marks [--seeds A-B] | (--fail | --short-of-full) CHECK [--message TEXT]) [--seed S] "
-               "[--exclude GLOB] [--only GLOB]\n"
+               "(--full-marks [--seeds A-B] | (--fail | --short-of-full) CHECK [--message TEXT] | --earns CHECK) "
+               "[--seed S] [--exclude GLOB] [--only GLOB]\n"
                "       course_runner list --binary GRADER\n"
                "       course_runner gradebook --results DIR --names FILE --labs 1,2 --out FILE\n",
                why.c_str());
@@ -89,6 +92,7 @@ Args parse(int argc, char** argv) {
       a.fail_check = value();
       a.partial_rejects = true;
     }
+    else if (k == "--earns") a.earns_check = value();
     else if (k == "--message") a.message = value();
     else if (k == "--exclude") a.exclude = value();
     else if (k == "--only") a.only = value();
@@ -272,10 +276,29 @@ std::string filter_note(const Args& a) {
   return note;
 }
 
+// --earns: the check passed (its full points), whatever the lab's other checks did.
+int expect_earned(const LabResult& lab, const std::string& check) {
+  for (const auto& c : lab.checks) {
+    if (c.name != check) continue;
+    if (c.status == "skip") return 77;
+    if (c.status != "pass") {
+      std::printf("expected \"%s\" to earn its full points, but it %s\n", c.name.c_str(),
+                  c.status == "fail" ? "failed" : "earned partial points");
+      return 1;
+    }
+    std::printf("earned as expected: \"%s\" passed (%d of the lab's %d checks passed)\n", c.name.c_str(),
+                lab.count("pass"), int(lab.checks.size()));
+    return 0;
+  }
+  std::printf("the grader has no check named \"%s\"\n", check.c_str());
+  return 1;
+}
+
 // For ctest: 0 = as expected, 1 = not as expected, 77 = everything skipped (ctest SKIP).
 int expect(const Args& a) {
   if (a.binary.empty() || a.worker.empty()) usage("expect needs --binary GRADER and --worker LAB_PROCESS");
-  if (!a.full_marks && a.fail_check.empty()) usage("expect needs --full-marks, --fail CHECK or --short-of-full CHECK");
+  if (int(a.full_marks) + int(!a.fail_check.empty()) + int(!a.earns_check.empty()) != 1)
+    usage("expect needs one of --full-marks, --fail CHECK, --short-of-full CHECK and --earns CHECK");
   runner::become_subreaper();
   TempDir dir;
   int result = 0;
@@ -304,6 +327,7 @@ int expect(const Args& a) {
       continue;
     }
     print_checks(lab);
+    if (!a.earns_check.empty()) return expect_earned(lab, a.earns_check);
     for (const auto& c : lab.checks) {
       if (c.name != a.fail_check) continue;
       if (c.status == "skip") return 77;

@@ -87,4 +87,16 @@ expect_rc 1 ok --short-of-full "first check" --message ""
 grep -q 'expected "first check" to fall short of full points, but it passed' "$dir/expect.txt" ||
   fail "expect --short-of-full on a passing check: $(cat "$dir/expect.txt")"
 expect_rc 0 fail --short-of-full "misbehaving check" --message "planted failure"
+# expect --earns wants one check's full points, whatever the others do (a staircase lab's later
+# step not written yet): the failing grader still earns its last check, not the failed one, and
+# partial credit is not earned.
+expect_rc 0 fail --earns "last check"
+grep -q 'earned as expected: "last check" passed' "$dir/expect.txt" || fail "expect --earns output: $(cat "$dir/expect.txt")"
+expect_rc 1 fail --earns "misbehaving check"
+grep -q 'expected "misbehaving check" to earn its full points, but it failed' "$dir/expect.txt" ||
+  fail "expect --earns on a failed check: $(cat "$dir/expect.txt")"
+expect_rc 1 ok --earns "half credit"
+grep -q 'but it earned partial points' "$dir/expect.txt" || fail "expect --earns on partial credit: $(cat "$dir/expect.txt")"
+expect_rc 1 ok --earns "no such check"
+expect_rc 2 ok --earns "last check" --full-marks
 echo "runner isolation: ok"
