@@ -20,10 +20,11 @@ loss falls faster for 50 steps, then stays near 2.8 nats while honest attention 
 backend without the mask gives the same curve (2.785 nats in the last window, the course's 2.793),
 so it is how such a model trains, not a fault of the course's non-causal kernels.
 
-Measured on the H200 (bench/results/, the latest training run): with lab 9's backward the course's
-curve was 0.042 nats from flash's at worst, flash's from math's 0.060, allowed 0.229; with lab 7's
-(two runs) 0.079-0.090, against 0.042-0.051 and an allowed 0.175-0.201. The backward passes' dQ
-atomics make each run differ a little.
+Measured on the H200 (bench/results/, the latest training run): with lab 9's backward (step 2) the
+course's curve was 0.030 nats from flash's at worst, flash's from math's 0.048, allowed 0.194; with
+lab 9 step 1 0.042 (against 0.060, allowed 0.229); with lab 7's (two runs) 0.079-0.090, against
+0.042-0.051 and an allowed 0.175-0.201. The backward passes' dQ adds, in whatever order they come,
+make each run differ a little.
 """
 from __future__ import annotations
 
