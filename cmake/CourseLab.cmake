@@ -432,6 +432,23 @@ function(_course_skip_unbuilt_derived changed test_name out_var)
   endif()
 endfunction()
 
+# The lab process of a planted bug, correct variant or partial submission (`kind`: planted, variant,
+# partial): the solution's sources with FIND replaced (or PATCH applied), built as
+# lab<n>_worker_<kind>_<name>. Sets ${out_var} to that target, and ${out_var}_changed to the files
+# it changes; ${out_var} is empty where it is not built here (GPU code on a machine without a
+# GPU: its test lab<n>.<kind>.<name> is then added as a skip, and the caller adds nothing more).
+function(_course_derived_lab_process n kind name file find replace patch out_var)
+  _course_derived_sources(${n} ${name} ${kind} "${file}" "${find}" "${replace}" "${patch}" derived)
+  _course_skip_unbuilt_derived("${derived_changed}" lab${n}.${kind}.${name} not_built)
+  set(${out_var}_changed "${derived_changed}" PARENT_SCOPE)
+  if(not_built)
+    set(${out_var} "" PARENT_SCOPE)
+    return()
+  endif()
+  _course_lab_process_from(${n} lab${n}_worker_${kind}_${name} "${derived}" "${derived_changed}")
+  set(${out_var} lab${n}_worker_${kind}_${name} PARENT_SCOPE)
+endfunction()
+
 # sh -c SCRIPT _ RUNNER GRADER CHECK ARGS...: `RUNNER expect --binary GRADER ARGS...` on CHECK and its
 # parent alone (--only). The grader lists its checks and their parents on descriptor 3 when
 # COURSE_RESULTS_FD says so, as course_runner reads them; doctest's filter splits on commas, so
@@ -461,12 +478,10 @@ function(course_planted_bug)
     return()  # not built here (a student build, or a GPU lab without a CUDA compiler)
   endif()
   get_property(timeout GLOBAL PROPERTY COURSE_LAB_${n}_TIMEOUT)
-  _course_derived_sources(${n} ${P_NAME} planted "${P_FILE}" "${P_FIND}" "${P_REPLACE}" "${P_PATCH}" derived)
-  _course_skip_unbuilt_derived("${derived_changed}" lab${n}.planted.${P_NAME} not_built)
-  if(not_built)
+  _course_derived_lab_process(${n} planted ${P_NAME} "${P_FILE}" "${P_FIND}" "${P_REPLACE}" "${P_PATCH}" worker)
+  if(NOT worker)
     return()
   endif()
-  _course_lab_process_from(${n} lab${n}_worker_planted_${P_NAME} "${derived}" "${derived_changed}")
   # Its changed C++ at -O1: a planted bug is graded on one check (and its parent), where speed
   # does not matter, and the 63 of them compiled at -O3 (Eigen's templates, every dtype) were a
   # third of CI's build; -O1 takes about 30% less. (GPU code and the variants, which must keep
@@ -476,7 +491,7 @@ function(course_planted_bug)
   endif()
   _course_share_cpu_pch(lab${n}_worker_planted_${P_NAME}_impl planted)
   set(gpu_code FALSE)
-  foreach(s IN LISTS derived_changed)
+  foreach(s IN LISTS worker_changed)
     if(s MATCHES "\\.(cu|cuh)$")
       set(gpu_code TRUE)
     endif()
@@ -514,12 +529,10 @@ function(course_correct_variant)
     return()
   endif()
   get_property(timeout GLOBAL PROPERTY COURSE_LAB_${n}_TIMEOUT)
-  _course_derived_sources(${n} ${V_NAME} variant "${V_FILE}" "${V_FIND}" "${V_REPLACE}" "${V_PATCH}" derived)
-  _course_skip_unbuilt_derived("${derived_changed}" lab${n}.variant.${V_NAME} not_built)
-  if(not_built)
+  _course_derived_lab_process(${n} variant ${V_NAME} "${V_FILE}" "${V_FIND}" "${V_REPLACE}" "${V_PATCH}" worker)
+  if(NOT worker)
     return()
   endif()
-  _course_lab_process_from(${n} lab${n}_worker_variant_${V_NAME} "${derived}" "${derived_changed}")
   _course_share_cpu_pch(lab${n}_worker_variant_${V_NAME}_impl variant)
   set(only "")
   if(V_CHECKS)
@@ -552,12 +565,10 @@ function(course_partial_submission)
     return()
   endif()
   get_property(timeout GLOBAL PROPERTY COURSE_LAB_${n}_TIMEOUT)
-  _course_derived_sources(${n} ${P_NAME} partial "${P_FILE}" "${P_FIND}" "${P_REPLACE}" "${P_PATCH}" derived)
-  _course_skip_unbuilt_derived("${derived_changed}" lab${n}.partial.${P_NAME} not_built)
-  if(not_built)
+  _course_derived_lab_process(${n} partial ${P_NAME} "${P_FILE}" "${P_FIND}" "${P_REPLACE}" "${P_PATCH}" worker)
+  if(NOT worker)
     return()
   endif()
-  _course_lab_process_from(${n} lab${n}_worker_partial_${P_NAME} "${derived}" "${derived_changed}")
   add_test(NAME lab${n}.partial.${P_NAME}
            COMMAND course_runner expect --binary $<TARGET_FILE:grade_lab${n}>
                    --worker $<TARGET_FILE:lab${n}_worker_partial_${P_NAME}>
