@@ -276,22 +276,43 @@ std::string filter_note(const Args& a) {
   return note;
 }
 
+// The check named `name`, or null when the grader has none.
+const runner::Check* find_check(const LabResult& lab, const std::string& name) {
+  for (const auto& c : lab.checks)
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
 // --earns: the check passed (its full points), whatever the lab's other checks did.
-int expect_earned(const LabResult& lab, const std::string& check) {
-  for (const auto& c : lab.checks) {
-    if (c.name != check) continue;
-    if (c.status == "skip") return 77;
-    if (c.status != "pass") {
-      std::printf("expected \"%s\" to earn its full points, but it %s\n", c.name.c_str(),
-                  c.status == "fail" ? "failed" : "earned partial points");
-      return 1;
-    }
-    std::printf("earned as expected: \"%s\" passed (%d of the lab's %d checks passed)\n", c.name.c_str(),
-                lab.count("pass"), int(lab.checks.size()));
-    return 0;
+int expect_earned(const runner::Check& c, const LabResult& lab) {
+  if (c.status != "pass") {
+    std::printf("expected \"%s\" to earn its full points, but it %s\n", c.name.c_str(),
+                c.status == "fail" ? "failed" : "earned partial points");
+    return 1;
   }
-  std::printf("the grader has no check named \"%s\"\n", check.c_str());
-  return 1;
+  std::printf("earned as expected: \"%s\" passed (%d of the lab's %d checks passed)\n", c.name.c_str(),
+              lab.count("pass"), int(lab.checks.size()));
+  return 0;
+}
+
+// --fail and --short-of-full: the check was rejected, for the planted reason.
+int expect_rejected(const runner::Check& c, const Args& a) {
+  const bool rejected = c.status == "fail" || (a.partial_rejects && c.status == "partial");
+  if (!rejected) {
+    std::printf("expected \"%s\" to %s, but it %s\n", c.name.c_str(),
+                a.partial_rejects ? "fall short of full points" : "fail",
+                c.status == "pass" ? "passed" : c.status.c_str());
+    return 1;
+  }
+  if (c.message.find(a.message) == std::string::npos) {
+    std::printf("\"%s\" %s, but not for the planted reason: its message lacks \"%s\"\n", c.name.c_str(),
+                c.status == "fail" ? "failed" : "earned partial points",
+                a.message.c_str());
+    return 1;
+  }
+  std::printf("rejected as expected: \"%s\" %s with a message containing \"%s\"\n", c.name.c_str(),
+              c.status == "fail" ? "failed" : "earned partial points", a.message.c_str());
+  return 0;
 }
 
 // For ctest: 0 = as expected, 1 = not as expected, 77 = everything skipped (ctest SKIP).
@@ -327,29 +348,14 @@ int expect(const Args& a) {
       continue;
     }
     print_checks(lab);
-    if (!a.earns_check.empty()) return expect_earned(lab, a.earns_check);
-    for (const auto& c : lab.checks) {
-      if (c.name != a.fail_check) continue;
-      if (c.status == "skip") return 77;
-      const bool rejected = c.status == "fail" || (a.partial_rejects && c.status == "partial");
-      if (!rejected) {
-        std::printf("expected \"%s\" to %s, but it %s\n", c.name.c_str(),
-                    a.partial_rejects ? "fall short of full points" : "fail",
-                    c.status == "pass" ? "passed" : c.status.c_str());
-        return 1;
-      }
-      if (c.message.find(a.message) == std::string::npos) {
-        std::printf("\"%s\" %s, but not for the planted reason: its message lacks \"%s\"\n", c.name.c_str(),
-                    c.status == "fail" ? "failed" : "earned partial points",
-                    a.message.c_str());
-        return 1;
-      }
-      std::printf("rejected as expected: \"%s\" %s with a message containing \"%s\"\n", c.name.c_str(),
-                  c.status == "fail" ? "failed" : "earned partial points", a.message.c_str());
-      return 0;
+    const std::string& name = a.earns_check.empty() ? a.fail_check : a.earns_check;
+    const runner::Check* c = find_check(lab, name);
+    if (!c) {
+      std::printf("the grader has no check named \"%s\"\n", name.c_str());
+      return 1;
     }
-    std::printf("the grader has no check named \"%s\"\n", a.fail_check.c_str());
-    return 1;
+    if (c->status == "skip") return 77;
+    return a.earns_check.empty() ? expect_rejected(*c, a) : expect_earned(*c, lab);
   }
   return result;
 }
