@@ -3,6 +3,7 @@
 //
 //   bench_decoding --out results.csv [--quick] [--parts 1,2] [--bh 1024,32] [--dtypes bf16,fp32]
 //                  [--impls lab6,lab5] [--budget-s 120] [--max-reps 20]
+//                  [--groups 1,8] [--pages 16,64,256] [--splits auto,16,33]
 //
 // Part 1 (lab 6 part 1, a contiguous cache): d = 128, Nq = 1, non-causal, B * H in {32 * 32,
 // 1 * 32} (H = 32), Nk in {1k, 2k, ..., 128k} (quick: 4k and 32k). A configuration whose K and V
@@ -22,7 +23,10 @@
 // same keys in order: at Nq = 1 part 1's split_kv_forward on the contiguous cache, the group's
 // query heads as its Nq rows (impl lab6, layout "contiguous"); at Nq > 1, where part 1 cannot
 // mask each packed head by its own row, paged_decode on pages of 256 in pool order (layout
-// "in-order"). K/V bytes count the H_kv heads once: 2 * B * H_kv * Nk * d * 2.
+// "in-order"). K/V bytes count the H_kv heads once: 2 * B * H_kv * Nk * d * 2. --groups and
+// --pages choose among part 2's shapes and page sizes; --splits times each paged row once per
+// split count listed ("auto", the default, is choose_paged_splits'; a number forces it, and the
+// row's `how` says so): the way to see what the split heuristic gives up at a shape.
 // Method (both parts):
 //   * GB/s = K/V bytes / time (Q, O and the workspace are less than 0.1% of it at these sizes).
 //   * copy GB/s: a device-to-device cudaMemcpyAsync of 4 GiB in the same process, counted as
@@ -324,8 +328,16 @@ struct GqaShape {
 
 // The rows of one (shape, Nk): K and V drawn once, then for each Nq the in-order baseline and
 // the shuffled pages of each size.
+// Part 2's choices from the command line: the groups, the page sizes and the split counts (0: the
+// library's own).
+struct Part2Options {
+  std::vector<int> groups{1, 8};
+  std::vector<int> pages{16, 64, 256};
+  std::vector<int> splits{0};
+};
+
 bool run_part2_point(FILE* csv, cudaStream_t stream, double copy, const GqaShape& g, int nk, int max_reps,
-                     const std::function<double()>& elapsed_s, double budget_s) {
+                     const std::function<double()>& elapsed_s, double budget_s, const Part2Options& options) {
   const course::DType dt = course::DType::bf16;
   const int group = g.H_q / g.H_kv;
   const size_t kv_elems = size_t(g.B) * g.H_kv * nk * kD, kv_bytes = 2 * kv_elems * 2;
@@ -343,10 +355,15 @@ bool run_part2_point(FILE* csv, cudaStream_t stream, double copy, const GqaShape
     course::fill_normal(static_cast<__nv_bfloat16*>(q.get()), int64_t(q_elems), kSeedQ, stream);
     float* lse_p = static_cast<float*>(lse.get());
     auto check = [&] { return head0_error(q.get(), k->get(), v->get(), o.get(), true, nq, nk, nq > 1, stream); };
-    // (layout, page size) of each row: the baseline first.
-    std::vector<std::pair<std::string, int>> layouts = {{nq == 1 ? "contiguous" : "in-order", nq == 1 ? 0 : 256}};
-    for (int page : {16, 64, 256}) layouts.push_back({"shuffled", page});
-    for (const auto& [layout, page] : layouts) {
+    // (layout, page size, forced split count or 0) of each row: the baseline first.
+    struct Layout {
+      std::string name;
+      int page, splits;
+    };
+    std::vector<Layout> layouts = {{nq == 1 ? "contiguous" : "in-order", nq == 1 ? 0 : 256, 0}};
+    for (int page : options.pages)
+      for (int splits : options.splits) layouts.push_back({"shuffled", page, splits});
+    for (const auto& [layout, page, forced_splits] : layouts) {
       Row r;
       r.part = 2, r.B = g.B, r.H_q = g.H_q, r.H_kv = g.H_kv, r.nq = nq, r.nk = nk, r.causal = nq > 1;
       r.layout = layout, r.page_size = page, r.kv_bytes = kv_bytes;
@@ -366,7 +383,8 @@ bool run_part2_point(FILE* csv, cudaStream_t stream, double copy, const GqaShape
               call = part1_call(q.get(), k->get(), v->get(), o.get(), lse_p, dt, shape, r.splits, *workspace, stream);
             } else {
               paged = make_paged(k->get(), v->get(), g.B, g.H_q, g.H_kv, nq, nk, page, layout == "shuffled", stream);
-              r.splits = course::lab6::choose_paged_splits(paged.shape, dt, sm_count());
+              r.splits = forced_splits > 0 ? forced_splits : course::lab6::choose_paged_splits(paged.shape, dt, sm_count());
+              if (forced_splits > 0) r.how = "split count forced";
               workspace = std::make_unique<DeviceBuffer>(course::lab6::paged_workspace_bytes(paged.shape, dt, r.splits));
               call = [&] {
                 course::lab6::PagedOptions opt;
@@ -390,16 +408,44 @@ bool run_part2_point(FILE* csv, cudaStream_t stream, double copy, const GqaShape
 }
 
 bool run_part2(FILE* csv, cudaStream_t stream, double copy, bool quick, int max_reps,
-               const std::function<double()>& elapsed_s, double budget_s) {
-  const std::vector<GqaShape> shapes = {{1, kHeads, kHeads, {1}}, {4, kHeads, kHeads / 8, {1, 4, 8}}};
+               const std::function<double()>& elapsed_s, double budget_s, const Part2Options& options) {
+  std::vector<GqaShape> shapes;
+  if (std::find(options.groups.begin(), options.groups.end(), 1) != options.groups.end())
+    shapes.push_back({1, kHeads, kHeads, {1}});
+  if (std::find(options.groups.begin(), options.groups.end(), 8) != options.groups.end())
+    shapes.push_back({4, kHeads, kHeads / 8, {1, 4, 8}});
   std::vector<int> nks;
   if (quick) nks = {4096, 32768};
   else
     for (int n = 4096; n <= 131072; n *= 2) nks.push_back(n);
   for (const GqaShape& g : shapes)
     for (int nk : nks)
-      if (!run_part2_point(csv, stream, copy, g, nk, max_reps, elapsed_s, budget_s)) return false;
+      if (!run_part2_point(csv, stream, copy, g, nk, max_reps, elapsed_s, budget_s, options)) return false;
   return true;
+}
+
+// A comma-separated list of positive whole numbers; "auto" reads as 0 where `allow_auto`.
+std::vector<int> parse_counts(const std::string& option, const std::string& list, bool allow_auto) {
+  std::vector<int> out;
+  for (const std::string& item : split(list)) {
+    if (allow_auto && item == "auto") {
+      out.push_back(0);
+      continue;
+    }
+    size_t used = 0;
+    int n = 0;
+    try {
+      n = std::stoi(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size() || n <= 0)
+      throw std::invalid_argument(option + ": '" + item + "' is not a positive whole number" +
+                                  (allow_auto ? " or auto" : ""));
+    out.push_back(n);
+  }
+  if (out.empty()) throw std::invalid_argument(option + " needs at least one value");
+  return out;
 }
 
 }  // namespace
@@ -409,35 +455,47 @@ int main(int argc, char** argv) {
   bool quick = false;
   double budget_s = 1e9;
   int max_reps = 20;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
-      return argv[++i];
-    };
-    if (a == "--out") out_path = value();
-    else if (a == "--quick") quick = true;
-    else if (a == "--parts") parts_arg = value();
-    else if (a == "--bh") bh_list = value();
-    else if (a == "--dtypes") dtypes_arg = value();
-    else if (a == "--impls") impls_arg = value();
-    else if (a == "--budget-s") budget_s = std::stod(value());
-    else if (a == "--max-reps") max_reps = std::stoi(value());
-    else if (a == "--list") {
-      std::puts("lab6");
+  Part2Options part2;
+  try {
+    for (int i = 1; i < argc; ++i) {
+      const std::string a = argv[i];
+      auto value = [&]() -> std::string {
+        if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
+        return argv[++i];
+      };
+      if (a == "--out") out_path = value();
+      else if (a == "--quick") quick = true;
+      else if (a == "--parts") parts_arg = value();
+      else if (a == "--bh") bh_list = value();
+      else if (a == "--dtypes") dtypes_arg = value();
+      else if (a == "--impls") impls_arg = value();
+      else if (a == "--budget-s") budget_s = std::stod(value());
+      else if (a == "--max-reps") max_reps = std::stoi(value());
+      else if (a == "--groups") part2.groups = parse_counts(a, value(), false);
+      else if (a == "--pages") part2.pages = parse_counts(a, value(), false);
+      else if (a == "--splits") part2.splits = parse_counts(a, value(), true);
+      else if (a == "--list") {
+        std::puts("lab6");
 #if COURSE_HAVE_LAB5
-      std::puts("lab5");
+        std::puts("lab5");
 #endif
-      std::puts("lab6:paged");
-      return 0;
-    } else {
-      std::fprintf(stderr, "bench_decoding: unknown option %s\n", a.c_str());
-      return 2;
+        std::puts("lab6:paged");
+        return 0;
+      } else {
+        std::fprintf(stderr, "bench_decoding: unknown option %s\n", a.c_str());
+        return 2;
+      }
     }
+    for (int g : part2.groups)
+      if (g != 1 && g != 8) throw std::invalid_argument("--groups: part 2 has groups 1 and 8, not " + std::to_string(g));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_decoding: %s\n", e.what());
+    return 2;
   }
   if (out_path.empty()) {
     std::fprintf(stderr, "usage: bench_decoding --out results.csv [--quick] [--parts 1,2] [--bh 1024,32] "
-                         "[--dtypes bf16,fp32] [--impls lab6,lab5] [--budget-s S] [--max-reps N]\n");
+                         "[--dtypes bf16,fp32] [--impls lab6,lab5] [--budget-s S] [--max-reps N] [--groups 1,8] "
+                         "[--pages 16,64,256] [--splits auto,16,33]\n");
     return 2;
   }
   const auto start = std::chrono::steady_clock::now();
@@ -465,7 +523,7 @@ int main(int argc, char** argv) {
   // Part 2 first: part 1's largest rows take most of the time, and the budget cuts the last rows.
   const std::vector<std::string> parts = split(parts_arg);
   bool alive = true;
-  if (has(parts, "2")) alive = run_part2(csv, stream, copy, quick, max_reps, elapsed_s, budget_s);
+  if (has(parts, "2")) alive = run_part2(csv, stream, copy, quick, max_reps, elapsed_s, budget_s, part2);
   if (alive && has(parts, "1"))
     alive = run_part1(csv, stream, copy, nks, bh_list, split(dtypes_arg), split(impls_arg), max_reps, elapsed_s, budget_s);
   std::fclose(csv);
