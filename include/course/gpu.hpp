@@ -220,6 +220,14 @@ __device__ __forceinline__ float group_sum(float x) {
   return x;
 }
 
+// The maximum over the G lanes of a group, as group_sum: every lane of the group gets it.
+template <int G>
+__device__ __forceinline__ float group_max(float x) {
+#pragma unroll
+  for (int offset = G / 2; offset > 0; offset /= 2) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, offset));
+  return x;
+}
+
 // One fp32 value stored as fp32, bf16 or fp16 (round to nearest even).
 __device__ __forceinline__ void store_one(float* dst, float x) { *dst = x; }
 __device__ __forceinline__ void store_one(__nv_bfloat16* dst, float x) { *dst = __float2bfloat16_rn(x); }
@@ -254,6 +262,44 @@ __device__ __forceinline__ void load_rows_fp32(float* tile, int pitch, const T* 
           make_float4(x[u] * mul, x[u + 1] * mul, x[u + 2] * mul, x[u + 3] * mul);
     }
   }
+}
+
+// Programmatic dependent launch (sm_90 and up), for a kernel that only finishes what the kernel
+// before it on the stream started (lab 6's merge of the splits). Launched with
+// launch_after_previous, it may be scheduled while that kernel's last CTAs still run, so that its
+// launch costs no time of its own; it must call wait_for_previous_grid before it reads anything
+// the previous kernel wrote (that call returns once the previous grid has finished and its
+// writes are visible). The previous kernel calls let_next_grid_launch to say when the next one
+// may be scheduled (at its start: the waiting CTAs are small). On older GPUs the three are an
+// ordinary launch and two no-ops.
+__device__ __forceinline__ void let_next_grid_launch() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cudaTriggerProgrammaticLaunchCompletion();
+#endif
+}
+
+__device__ __forceinline__ void wait_for_previous_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cudaGridDependencySynchronize();
+#endif
+}
+
+template <typename Params>
+void launch_after_previous(void (*kernel)(Params), dim3 grid, dim3 block, cudaStream_t stream, const Params& params,
+                           const char* what) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = 0;
+  config.stream = stream;
+  cudaLaunchAttribute overlap[1];
+  overlap[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  overlap[0].val.programmaticStreamSerializationAllowed = 1;
+  if (compute_capability() >= 90) {  // an older GPU gets an ordinary launch
+    config.attrs = overlap;
+    config.numAttrs = 1;
+  }
+  check_cuda(cudaLaunchKernelEx(&config, kernel, params), what);
 }
 
 // Seeded inputs for timing and benchmarks, drawn on the device: element i of a buffer is a

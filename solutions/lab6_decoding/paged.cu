@@ -62,7 +62,8 @@ using course::sm80::tile_offset;
 // ---------------------------------------------------------------------------------------------
 // Configuration (given).
 
-constexpr int kThreads = 128;  // 4 warps per CTA
+constexpr int kThreads = 128;       // the split kernel: 4 warps per CTA
+constexpr int kMergeThreads = 512;  // the merge: one CTA per row (part 1's kernel 2)
 constexpr int kWarps = kThreads / 32;
 constexpr int kBlockRows = 16;                // m of mma.m16n8k16: the packed rows of one row block
 constexpr int kTileRows = kWarps * kBlockRows;  // 64: the most packed rows one CTA holds
@@ -250,6 +251,7 @@ __device__ __forceinline__ void copy_kv_tile(T* k_s, T* v_s, const int (&pages)[
 
 template <typename T, int D, int kRowBlocks>
 __global__ void __launch_bounds__(kThreads, 2) paged_split_kernel(const PagedParams p) {
+  let_next_grid_launch();  // the merge may be scheduled now; it waits for this grid's end (given)
   // BEGIN SOLUTION paged_split_kernel device
   using Cfg = PagedConfig<T, D, kRowBlocks>;
   constexpr float kNegInf = -INFINITY;
@@ -465,39 +467,45 @@ __global__ void __launch_bounds__(kThreads, 2) paged_split_kernel(const PagedPar
 }
 
 // ---------------------------------------------------------------------------------------------
-// The merge (given): part 1's kernel 2, for bf16 and fp16 output. One warp per row.
+// The merge (given): part 1's kernel 2, for bf16 and fp16 output. One CTA of kMergeThreads per
+// row; thread t adds column t % d of every (kMergeThreads / d)-th split, so that a row's loads are
+// in flight together, and the classes of splits are summed in shared memory.
 
 template <typename T>
-__global__ void __launch_bounds__(kThreads) paged_merge_kernel(const PagedMergeParams p) {
+__global__ void __launch_bounds__(kMergeThreads) paged_merge_kernel(const PagedMergeParams p) {
   constexpr float kNegInf = -INFINITY;
-  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32;
-  const int lane = static_cast<int>(threadIdx.x) % 32;
-  if (row >= p.rows) return;
+  __shared__ float class_sum[kMergeThreads];
+  wait_for_previous_grid();  // the split kernel's partial results are complete and visible
+  const std::int64_t row = blockIdx.x;
+  const int tid = static_cast<int>(threadIdx.x);
+  const int lane = tid % 32;
   const float* lse_s = p.lse_partial + row;
   float m = kNegInf;
-  for (int s = 0; s < p.num_splits; ++s) m = fmaxf(m, lse_s[std::int64_t(s) * p.rows]);
+  for (int s = lane; s < p.num_splits; s += 32) m = fmaxf(m, lse_s[std::int64_t(s) * p.rows]);
+  m = group_max<32>(m);
   const float m_ref = (m == kNegInf) ? 0.0f : m;
   float sum = 0.0f;
-  for (int s = 0; s < p.num_splits; ++s) sum += expf(lse_s[std::int64_t(s) * p.rows] - m_ref);
+  for (int s = lane; s < p.num_splits; s += 32) sum += expf(lse_s[std::int64_t(s) * p.rows] - m_ref);
+  sum = group_sum<32>(sum);
   const float lse = (m == kNegInf) ? kNegInf : m_ref + logf(sum);
   const float inv_sum = (sum > 0.0f) ? 1.0f / sum : 0.0f;
-  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  for (int s = 0; s < p.num_splits; ++s) {
-    const float w = expf(lse_s[std::int64_t(s) * p.rows] - m_ref) * inv_sum;
-    const float* o_s = p.o_partial + (std::int64_t(s) * p.rows + row) * p.d;
-#pragma unroll
-    for (int c = 0; c < 4; ++c) {
-      const int col = lane + 32 * c;
-      if (col < p.d) acc[c] = fmaf(w, o_s[col], acc[c]);
+  const int classes = kMergeThreads / p.d;
+  const int col = tid % p.d;
+  float acc = 0.0f;
+  if (tid < classes * p.d) {
+#pragma unroll 4
+    for (int s = tid / p.d; s < p.num_splits; s += classes) {
+      const float w = expf(lse_s[std::int64_t(s) * p.rows] - m_ref) * inv_sum;
+      acc = fmaf(w, p.o_partial[(std::int64_t(s) * p.rows + row) * p.d + col], acc);
     }
   }
-  T* o = static_cast<T*>(p.o) + row * p.d;
-#pragma unroll
-  for (int c = 0; c < 4; ++c) {
-    const int col = lane + 32 * c;
-    if (col < p.d) store_one(o + col, acc[c]);
+  class_sum[tid] = acc;
+  __syncthreads();
+  if (tid < p.d) {
+    for (int c = 1; c < classes; ++c) acc += class_sum[c * p.d + tid];
+    store_one(static_cast<T*>(p.o) + row * p.d + tid, acc);
   }
-  if (lane == 0) p.lse[row] = lse;
+  if (tid == 0) p.lse[row] = lse;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -575,9 +583,10 @@ void launch_paged_for_dtype(const PagedParams& params, int d, int B, cudaStream_
 
 template <typename T>
 void launch_paged_merge(const PagedMergeParams& params, cudaStream_t stream) {
-  const unsigned blocks = static_cast<unsigned>((params.rows + kWarps - 1) / kWarps);
-  paged_merge_kernel<T><<<blocks, kThreads, 0, stream>>>(params);
-  check_cuda(cudaGetLastError(), "paged_merge_kernel<<<...>>> launch");
+  // One CTA per row, scheduled while the split kernel's last CTAs run (sm_90 and up): its launch
+  // hides behind them.
+  launch_after_previous(paged_merge_kernel<T>, dim3(static_cast<unsigned>(params.rows)), dim3(kMergeThreads), stream,
+                        params, "paged_merge_kernel launch");
 }
 
 // CTAs of the split kernel that fit on one SM (shared memory and registers decide).

@@ -9,7 +9,7 @@
 //            chunk for all Nq rows at once (every K/V row read once serves every query row: that
 //            is the point of decoding) and writes a normalised partial output O_s and its
 //            log-sum-exp LSE_s, in fp32, to the workspace;
-//   kernel 2 (merge_kernel), one warp per output row, merges the splits with lab 2's combine:
+//   kernel 2 (merge_kernel), one CTA per output row, merges the splits with lab 2's combine:
 //            LSE = M + log sum_s exp(LSE_s - M), M = max_s LSE_s, and O = sum_s exp(LSE_s - LSE) O_s.
 // (Algorithm 1 of FlashAttention-2 with the key loop cut into pieces; Dao et al.'s
 // "Flash-Decoding" note, 2023.)
@@ -56,7 +56,8 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // Configuration (given).
 
-constexpr int kThreads = 128;  // 4 warps per CTA, both kernels
+constexpr int kThreads = 128;        // kernel 1: 4 warps per CTA
+constexpr int kMergeThreads = 512;   // kernel 2: one CTA per row, 16 warps over its d columns and S splits
 // SKELETON: [[maybe_unused]]
 constexpr int kWarps = kThreads / 32;
 constexpr int kMaxNq = kLab6Rules.max_query_rows;  // 16: the most rows check_decoding lets through
@@ -115,6 +116,7 @@ __device__ __forceinline__ float merge_exp(float x) { return expf(x); }
 
 template <typename T, int D, int NQ>
 __global__ void __launch_bounds__(kThreads) split_kv_kernel(const SplitParams p) {
+  let_next_grid_launch();  // the merge may be scheduled now; it waits for this grid's end (given)
   // BEGIN SOLUTION split_kv_kernel device
   using Cfg = SplitConfig<T, D, NQ>;
   constexpr int E = Cfg::kElems;
@@ -302,47 +304,61 @@ __global__ void __launch_bounds__(kThreads) split_kv_kernel(const SplitParams p)
 }
 
 // ---------------------------------------------------------------------------------------------
-// Kernel 2. Grid: ceil(rows / 4) CTAs of 4 warps; warp w of CTA c merges row 4c + w.
+// Kernel 2. Grid: one CTA of kMergeThreads threads per output row. The merge reads S (d + 1)
+// floats per row and does a few flops per float: its time is the wait for those loads. At
+// B * H = 32 there are only 32 rows, so the loads of a row must be spread over many threads, all
+// in flight at once: thread t reads column t % d of the splits s = t / d, t / d + classes, ...
+// (classes = kMergeThreads / d: 4 at d = 128, 8 at d = 64), and the classes are summed in shared
+// memory at the end. (One warp walking a row's splits one load after another took 27 us at 33
+// splits on an H200, as long as kernel 1 itself.)
 
 template <typename T>
-__global__ void __launch_bounds__(kThreads) merge_kernel(const MergeParams p) {
+__global__ void __launch_bounds__(kMergeThreads) merge_kernel(const MergeParams p) {
+  wait_for_previous_grid();  // kernel 1's partial results are complete and visible (given)
   // BEGIN SOLUTION merge_kernel device
   constexpr float kNegInf = -INFINITY;
-  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32;
-  const int lane = static_cast<int>(threadIdx.x) % 32;
-  if (row >= p.rows) return;  // a whole warp leaves: this kernel has no barrier
+  __shared__ float class_sum[kMergeThreads];
+  const std::int64_t row = blockIdx.x;
+  const int tid = static_cast<int>(threadIdx.x);
+  const int lane = tid % 32;
   const float* lse_s = p.lse_partial + row;  // split s at lse_s[s * rows]
 
   //! Lab 2's combine over all the splits at once. M = max_s LSE_s; if every split is empty
   //! (M = -inf) the reference point is 0, so that exp(-inf - 0) = 0, never exp(-inf + inf).
+  //! Every warp computes M and the sum for itself (no barrier needed): lane i reads LSE_s for
+  //! s = i, i + 32, ..., and the warp reduces them with shuffles.
   float m = kNegInf;
-  for (int s = 0; s < p.num_splits; ++s) m = fmaxf(m, lse_s[std::int64_t(s) * p.rows]);
+  for (int s = lane; s < p.num_splits; s += 32) m = fmaxf(m, lse_s[std::int64_t(s) * p.rows]);
+  m = group_max<32>(m);
   const float m_ref = (m == kNegInf) ? 0.0f : m;
   float sum = 0.0f;
-  for (int s = 0; s < p.num_splits; ++s) sum += merge_exp(lse_s[std::int64_t(s) * p.rows] - m_ref);
+  for (int s = lane; s < p.num_splits; s += 32) sum += merge_exp(lse_s[std::int64_t(s) * p.rows] - m_ref);
+  sum = group_sum<32>(sum);
   //! LSE = M + log sum_s exp(LSE_s - M); a row with no key anywhere keeps LSE = -inf.
   const float lse = (m == kNegInf) ? kNegInf : m_ref + logf(sum);
   const float inv_sum = (sum > 0.0f) ? 1.0f / sum : 0.0f;
 
-  //! O = sum_s exp(LSE_s - LSE) O_s: each lane owns the columns lane, lane + 32, ... (d <= 128).
-  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  for (int s = 0; s < p.num_splits; ++s) {
-    const float w = merge_exp(lse_s[std::int64_t(s) * p.rows] - m_ref) * inv_sum;
-    const float* o_s = p.o_partial + (std::int64_t(s) * p.rows + row) * p.d;
-#pragma unroll
-    for (int c = 0; c < 4; ++c) {
-      const int col = lane + 32 * c;
-      if (col < p.d) acc[c] = fmaf(w, o_s[col], acc[c]);
+  //! O = sum_s exp(LSE_s - LSE) O_s over this thread's class of splits, in its column. Unrolled,
+  //! so that the loads of several splits are issued before the first is used.
+  const int classes = kMergeThreads / p.d;
+  const int col = tid % p.d;
+  float acc = 0.0f;
+  if (tid < classes * p.d) {
+#pragma unroll 4
+    for (int s = tid / p.d; s < p.num_splits; s += classes) {
+      const float w = merge_exp(lse_s[std::int64_t(s) * p.rows] - m_ref) * inv_sum;
+      acc = fmaf(w, p.o_partial[(std::int64_t(s) * p.rows + row) * p.d + col], acc);
     }
   }
-  //! One rounding to the output dtype, at the very end.
-  T* o = static_cast<T*>(p.o) + row * p.d;
-#pragma unroll
-  for (int c = 0; c < 4; ++c) {
-    const int col = lane + 32 * c;
-    if (col < p.d) store_one(o + col, acc[c]);
+  class_sum[tid] = acc;
+  __syncthreads();
+
+  //! The first class adds the others' sums and rounds O once to the output dtype.
+  if (tid < p.d) {
+    for (int c = 1; c < classes; ++c) acc += class_sum[c * p.d + tid];
+    store_one(static_cast<T*>(p.o) + row * p.d + tid, acc);
   }
-  if (lane == 0) p.lse[row] = lse;
+  if (tid == 0) p.lse[row] = lse;
   // END SOLUTION
 }
 
@@ -379,9 +395,10 @@ void launch_split_for_dtype(const SplitParams& params, int d, int batch_heads, c
 
 template <typename T>
 void launch_merge(const MergeParams& params, cudaStream_t stream) {
-  const unsigned blocks = static_cast<unsigned>((params.rows + kWarps - 1) / kWarps);
-  merge_kernel<T><<<blocks, kThreads, 0, stream>>>(params);
-  check_cuda(cudaGetLastError(), "merge_kernel<<<...>>> launch");
+  // One CTA per row, scheduled while kernel 1's last CTAs run (sm_90 and up): its launch hides
+  // behind them.
+  launch_after_previous(merge_kernel<T>, dim3(static_cast<unsigned>(params.rows)), dim3(kMergeThreads), stream, params,
+                        "merge_kernel launch");
 }
 
 // CTAs of kernel 1 that one multiprocessor holds at once, for this dtype, d and Nq.
