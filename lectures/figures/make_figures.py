@@ -265,7 +265,7 @@ def split_merge(path):
         arrow(ax, (x0 + c * w + w / 2, 0.38), (0.5, 0.285), C_ONCE, lw=1.8,
               rad=0.0)
     box(ax, 0.14, 0.05, 0.72, 0.23,
-        "kernel 2 (merge, one warp per output row): lab 2's combine over the S partial results\n"
+        "kernel 2 (merge, one CTA per output row): lab 2's combine over the S partial results\n"
         "M = max_s LSE_s        LSE = M + log Σ_s exp(LSE_s − M)\n"
         "O = Σ_s exp(LSE_s − LSE) · O_s\n"
         "an empty chunk has LSE_s = −inf: weight exp(−inf) = 0;  every chunk empty: O = 0, LSE = −inf",
