@@ -59,6 +59,7 @@
 #include "tolerances.hpp"       // grader/common: the sanity limit of a benchmark row
 #include "standard_attention.hpp"
 #include "gemm_peak.hpp"
+#include "cli.hpp"
 #include "row_check.hpp"
 #if COURSE_HAVE_LAB5
 #include "course/lab5_tensor_core.hpp"
@@ -102,20 +103,6 @@ struct Options {
   int max_reps = 20;
   uint64_t seed = 1;
 };
-
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    const size_t comma = s.find(',', start);
-    const std::string item = s.substr(start, comma == std::string::npos ? std::string::npos
-                                                                        : comma - start);
-    if (!item.empty()) out.push_back(item);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
-}
 
 bool wanted(const Options& o, const std::string& name) {
   if (o.impls.empty()) return true;
@@ -461,23 +448,6 @@ struct Bench {
   }
 };
 
-// A comma-separated list whose items must each be one of `allowed` (--ds 64,128); anything else
-// ends the program with `rule`.
-std::vector<int> parse_choices(const std::string& list, const char* option, const std::vector<int>& allowed,
-                               const char* rule) {
-  std::vector<int> out;
-  for (const std::string& item : split(list)) {
-    const auto it = std::find_if(allowed.begin(), allowed.end(),
-                                 [&](int v) { return item == std::to_string(v); });
-    if (it == allowed.end()) {
-      std::fprintf(stderr, "bench_attention: %s %s: %s\n", option, item.c_str(), rule);
-      std::exit(2);
-    }
-    out.push_back(*it);
-  }
-  return out;
-}
-
 void usage() {
   std::printf(
       "usage: bench_attention --out FILE.csv [--quick] [--impls a,b,...] [--dtypes bf16,fp32]\n"
@@ -494,41 +464,46 @@ void usage() {
 int main(int argc, char** argv) {
   Options opt;
   bool list = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    const auto next = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "bench_attention: %s needs a value\n", a.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (a == "--out") opt.out = next();
-    else if (a == "--quick") opt.quick = true;
-    else if (a == "--impls") opt.impls = split(next());
-    else if (a == "--dtypes") opt.dtypes = split(next());
-    else if (a == "--ns") {
-      for (const std::string& n : split(next())) {
-        const int v = std::atoi(n.c_str());
-        if (v < 1 || 16384 % v != 0) {
-          std::fprintf(stderr, "bench_attention: --ns %s: each N must divide 16384\n", n.c_str());
-          return 2;
+  try {
+    for (int i = 1; i < argc; ++i) {
+      const std::string a = argv[i];
+      const auto next = [&]() -> std::string {
+        if (i + 1 >= argc) {
+          std::fprintf(stderr, "bench_attention: %s needs a value\n", a.c_str());
+          std::exit(2);
         }
-        opt.ns.push_back(v);
+        return argv[++i];
+      };
+      if (a == "--out") opt.out = next();
+      else if (a == "--quick") opt.quick = true;
+      else if (a == "--impls") opt.impls = bench::split_list(next());
+      else if (a == "--dtypes") opt.dtypes = bench::split_list(next());
+      else if (a == "--ns") {
+        for (const std::string& n : bench::split_list(next())) {
+          const int v = std::atoi(n.c_str());
+          if (v < 1 || 16384 % v != 0) {
+            std::fprintf(stderr, "bench_attention: --ns %s: each N must divide 16384\n", n.c_str());
+            return 2;
+          }
+          opt.ns.push_back(v);
+        }
       }
+      else if (a == "--ds") opt.ds = bench::parse_choices(a, next(), {64, 128}, "the head dimensions are 64 and 128");
+      else if (a == "--causal") {
+        opt.causals.clear();
+        for (int c : bench::parse_choices(a, next(), {0, 1}, "0 (non-causal) or 1 (causal)"))
+          opt.causals.push_back(c == 1);
+      }
+      else if (a == "--budget-s") opt.budget_s = std::atof(next().c_str());
+      else if (a == "--max-reps") opt.max_reps = std::max(3, std::min(64, std::atoi(next().c_str())));
+      else if (a == "--seed") opt.seed = std::strtoull(next().c_str(), nullptr, 10);
+      else if (a == "--list") list = true;
+      else if (a == "--help" || a == "-h") { usage(); return 0; }
+      else { std::fprintf(stderr, "bench_attention: unknown option %s\n", a.c_str()); usage(); return 2; }
     }
-    else if (a == "--ds") opt.ds = parse_choices(next(), "--ds", {64, 128}, "the head dimensions are 64 and 128");
-    else if (a == "--causal") {
-      opt.causals.clear();
-      for (int c : parse_choices(next(), "--causal", {0, 1}, "0 (non-causal) or 1 (causal)"))
-        opt.causals.push_back(c == 1);
-    }
-    else if (a == "--budget-s") opt.budget_s = std::atof(next().c_str());
-    else if (a == "--max-reps") opt.max_reps = std::max(3, std::min(64, std::atoi(next().c_str())));
-    else if (a == "--seed") opt.seed = std::strtoull(next().c_str(), nullptr, 10);
-    else if (a == "--list") list = true;
-    else if (a == "--help" || a == "-h") { usage(); return 0; }
-    else { std::fprintf(stderr, "bench_attention: unknown option %s\n", a.c_str()); usage(); return 2; }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_attention: %s\n", e.what());
+    return 2;
   }
 
   std::vector<Impl> all;

@@ -30,6 +30,7 @@
 
 #include "course/errors.hpp"
 #include "course/lab7_backward_gpu.hpp"
+#include "cli.hpp"
 #include "event_timing.hpp"
 #if COURSE_HAVE_LAB5
 #include "course/lab5_tensor_core.hpp"
@@ -47,21 +48,6 @@ using course::check_cuda;
 using course::DeviceBuffer;
 
 // "a,b,c" as its parts.
-std::vector<std::string> split(const std::string& list) {
-  std::vector<std::string> out;
-  std::size_t from = 0;
-  for (std::size_t comma; (comma = list.find(',', from)) != std::string::npos; from = comma + 1)
-    out.push_back(list.substr(from, comma - from));
-  out.push_back(list.substr(from));
-  return out;
-}
-
-std::vector<int> split_ints(const std::string& list) {
-  std::vector<int> out;
-  for (const std::string& part : split(list)) out.push_back(std::stoi(part));
-  return out;
-}
-
 bool contains(const std::vector<std::string>& list, const std::string& x) {
   return std::find(list.begin(), list.end(), x) != list.end();
 }
@@ -91,24 +77,29 @@ int main(int argc, char** argv) {
   int max_reps = 20;
   std::vector<std::string> impls = {"lab5", "lab8", "lab7", "lab7-cuda-cores", "lab9", "lab9-deterministic", "lab9-wgmma"};
   std::vector<int> ds = {64, 128}, ns, causals = {0, 1};
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
-      return argv[++i];
-    };
-    if (a == "--out") out_path = value();
-    else if (a == "--quick") quick = true;
-    else if (a == "--budget-s") budget_s = std::stod(value());
-    else if (a == "--max-reps") max_reps = std::stoi(value());
-    else if (a == "--impls") impls = split(value());
-    else if (a == "--ds") ds = split_ints(value());
-    else if (a == "--ns") ns = split_ints(value());
-    else if (a == "--causal") causals = split_ints(value());
-    else {
-      std::fprintf(stderr, "bench_backward: unknown option %s\n", a.c_str());
-      return 2;
+  try {
+    for (int i = 1; i < argc; ++i) {
+      const std::string a = argv[i];
+      auto value = [&]() -> std::string {
+        if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
+        return argv[++i];
+      };
+      if (a == "--out") out_path = value();
+      else if (a == "--quick") quick = true;
+      else if (a == "--budget-s") budget_s = std::stod(value());
+      else if (a == "--max-reps") max_reps = std::stoi(value());
+      else if (a == "--impls") impls = bench::split_list(value());
+      else if (a == "--ds") ds = bench::parse_choices(a, value(), {64, 128}, "the head dimensions are 64 and 128");
+      else if (a == "--ns") ns = bench::parse_counts(a, value());
+      else if (a == "--causal") causals = bench::parse_choices(a, value(), {0, 1}, "0 (non-causal) or 1 (causal)");
+      else {
+        std::fprintf(stderr, "bench_backward: unknown option %s\n", a.c_str());
+        return 2;
+      }
     }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_backward: %s\n", e.what());
+    return 2;
   }
   if (out_path.empty()) {
     std::fprintf(stderr,

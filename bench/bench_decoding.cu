@@ -59,6 +59,7 @@
 #include <vector>
 
 #include "attention_fp64.hpp"  // reference/gpu/
+#include "cli.hpp"
 #include "event_timing.hpp"
 #include "row_check.hpp"
 #include "tolerances.hpp"       // grader/common: the sanity limit of a benchmark row
@@ -76,19 +77,6 @@ using course::DeviceBuffer;
 constexpr int kD = 128;
 constexpr int kHeads = 32;
 constexpr std::uint64_t kSeedQ = 20, kSeedK = 21, kSeedV = 22;  // part 2; bench_torch_decoding.py uses the same
-
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    const size_t comma = s.find(',', start);
-    const std::string item = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    if (!item.empty()) out.push_back(item);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
-}
 
 bool has(const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 
@@ -218,7 +206,7 @@ bool run_part1(FILE* csv, cudaStream_t stream, double copy, const std::vector<in
     const bool bf16 = dname == "bf16";
     const size_t elem = bf16 ? 2 : 4;
     const course::DType dt = bf16 ? course::DType::bf16 : course::DType::fp32;
-    for (const std::string& bh_s : split(bh_list)) {
+    for (const std::string& bh_s : bench::split_list(bh_list)) {
       const int bh = std::stoi(bh_s);
       const int B = std::max(1, bh / kHeads), H = bh / B;
       for (int nk : nks) {
@@ -424,30 +412,6 @@ bool run_part2(FILE* csv, cudaStream_t stream, double copy, bool quick, int max_
   return true;
 }
 
-// A comma-separated list of positive whole numbers; "auto" reads as 0 where `allow_auto`.
-std::vector<int> parse_counts(const std::string& option, const std::string& list, bool allow_auto) {
-  std::vector<int> out;
-  for (const std::string& item : split(list)) {
-    if (allow_auto && item == "auto") {
-      out.push_back(0);
-      continue;
-    }
-    size_t used = 0;
-    int n = 0;
-    try {
-      n = std::stoi(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != item.size() || n <= 0)
-      throw std::invalid_argument(option + ": '" + item + "' is not a positive whole number" +
-                                  (allow_auto ? " or auto" : ""));
-    out.push_back(n);
-  }
-  if (out.empty()) throw std::invalid_argument(option + " needs at least one value");
-  return out;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -471,9 +435,9 @@ int main(int argc, char** argv) {
       else if (a == "--impls") impls_arg = value();
       else if (a == "--budget-s") budget_s = std::stod(value());
       else if (a == "--max-reps") max_reps = std::stoi(value());
-      else if (a == "--groups") part2.groups = parse_counts(a, value(), false);
-      else if (a == "--pages") part2.pages = parse_counts(a, value(), false);
-      else if (a == "--splits") part2.splits = parse_counts(a, value(), true);
+      else if (a == "--groups") part2.groups = bench::parse_choices(a, value(), {1, 8}, "part 2 has groups 1 and 8");
+      else if (a == "--pages") part2.pages = bench::parse_counts(a, value());
+      else if (a == "--splits") part2.splits = bench::parse_counts(a, value(), true);
       else if (a == "--list") {
         std::puts("lab6");
 #if COURSE_HAVE_LAB5
@@ -486,8 +450,6 @@ int main(int argc, char** argv) {
         return 2;
       }
     }
-    for (int g : part2.groups)
-      if (g != 1 && g != 8) throw std::invalid_argument("--groups: part 2 has groups 1 and 8, not " + std::to_string(g));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_decoding: %s\n", e.what());
     return 2;
@@ -521,11 +483,11 @@ int main(int argc, char** argv) {
   std::printf("device-to-device copy: %.0f GB/s (bytes read + written)\n", copy);
 
   // Part 2 first: part 1's largest rows take most of the time, and the budget cuts the last rows.
-  const std::vector<std::string> parts = split(parts_arg);
+  const std::vector<std::string> parts = bench::split_list(parts_arg);
   bool alive = true;
   if (has(parts, "2")) alive = run_part2(csv, stream, copy, quick, max_reps, elapsed_s, budget_s, part2);
   if (alive && has(parts, "1"))
-    alive = run_part1(csv, stream, copy, nks, bh_list, split(dtypes_arg), split(impls_arg), max_reps, elapsed_s, budget_s);
+    alive = run_part1(csv, stream, copy, nks, bh_list, bench::split_list(dtypes_arg), bench::split_list(impls_arg), max_reps, elapsed_s, budget_s);
   std::fclose(csv);
   return alive ? 0 : 1;
 }
