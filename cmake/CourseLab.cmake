@@ -435,9 +435,15 @@ endfunction()
 # The lab process of a planted bug, correct variant or partial submission (`kind`: planted, variant,
 # partial): the solution's sources with FIND replaced (or PATCH applied), built as
 # lab<n>_worker_<kind>_<name>. Sets ${out_var} to that target, and ${out_var}_changed to the files
-# it changes; ${out_var} is empty where it is not built here (GPU code on a machine without a
-# GPU: its test lab<n>.<kind>.<name> is then added as a skip, and the caller adds nothing more).
+# it changes; ${out_var} is empty where it is not built here, and the caller adds nothing more: a
+# student build, a build without planted bugs, a lab whose grader is not built (a GPU lab without
+# a CUDA compiler), or GPU code on a machine without a GPU (its test lab<n>.<kind>.<name> is then
+# added as a skip).
 function(_course_derived_lab_process n kind name file find replace patch out_var)
+  set(${out_var} "" PARENT_SCOPE)
+  if(COURSE_STUDENT_BUILD OR NOT COURSE_PLANTED_BUGS OR NOT TARGET grade_lab${n})
+    return()
+  endif()
   _course_derived_sources(${n} ${name} ${kind} "${file}" "${find}" "${replace}" "${patch}" derived)
   _course_skip_unbuilt_derived("${derived_changed}" lab${n}.${kind}.${name} not_built)
   set(${out_var}_changed "${derived_changed}" PARENT_SCOPE)
@@ -473,9 +479,6 @@ function(course_planted_bug)
   set(expectation --fail)
   if(P_SHORT_OF_FULL)
     set(expectation --short-of-full)
-  endif()
-  if(COURSE_STUDENT_BUILD OR NOT COURSE_PLANTED_BUGS OR NOT TARGET grade_lab${n})
-    return()  # not built here (a student build, or a GPU lab without a CUDA compiler)
   endif()
   get_property(timeout GLOBAL PROPERTY COURSE_LAB_${n}_TIMEOUT)
   _course_derived_lab_process(${n} planted ${P_NAME} "${P_FILE}" "${P_FIND}" "${P_REPLACE}" "${P_PATCH}" worker)
@@ -525,9 +528,6 @@ endfunction()
 function(course_correct_variant)
   cmake_parse_arguments(PARSE_ARGV 0 V "" "LAB;NAME;FILE;FIND;REPLACE;PATCH;CHECKS" "")
   set(n ${V_LAB})
-  if(COURSE_STUDENT_BUILD OR NOT COURSE_PLANTED_BUGS OR NOT TARGET grade_lab${n})
-    return()
-  endif()
   get_property(timeout GLOBAL PROPERTY COURSE_LAB_${n}_TIMEOUT)
   _course_derived_lab_process(${n} variant ${V_NAME} "${V_FILE}" "${V_FIND}" "${V_REPLACE}" "${V_PATCH}" worker)
   if(NOT worker)
@@ -561,9 +561,6 @@ endfunction()
 function(course_partial_submission)
   cmake_parse_arguments(PARSE_ARGV 0 P "" "LAB;NAME;FILE;FIND;REPLACE;PATCH;EARNS" "")
   set(n ${P_LAB})
-  if(COURSE_STUDENT_BUILD OR NOT COURSE_PLANTED_BUGS OR NOT TARGET grade_lab${n})
-    return()
-  endif()
   get_property(timeout GLOBAL PROPERTY COURSE_LAB_${n}_TIMEOUT)
   _course_derived_lab_process(${n} partial ${P_NAME} "${P_FILE}" "${P_FIND}" "${P_REPLACE}" "${P_PATCH}" worker)
   if(NOT worker)
