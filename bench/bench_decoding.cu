@@ -24,9 +24,10 @@
 // query heads as its Nq rows (impl lab6, layout "contiguous"); at Nq > 1, where part 1 cannot
 // mask each packed head by its own row, paged_decode on pages of 256 in pool order (layout
 // "in-order"). K/V bytes count the H_kv heads once: 2 * B * H_kv * Nk * d * 2. --groups and
-// --pages choose among part 2's shapes and page sizes; --splits times each paged row once per
-// split count listed ("auto", the default, is choose_paged_splits'; a number forces it, and the
-// row's `how` says so): the way to see what the split heuristic gives up at a shape.
+// --pages choose among part 2's shapes and page sizes. --splits times each paged row, and each of
+// part 1's lab6 rows, once per split count listed ("auto", the default, is the library's own
+// choice, choose_paged_splits' or choose_num_splits'; a number forces it, and the row's `how`
+// says so): the way to see what a split heuristic gives up at a shape.
 // Method (both parts):
 //   * GB/s = K/V bytes / time (Q, O and the workspace are less than 0.1% of it at these sizes).
 //   * copy GB/s: a device-to-device cudaMemcpyAsync of 4 GiB in the same process, counted as
@@ -200,8 +201,8 @@ std::function<void()> part1_call(const void* q, const void* k, const void* v, vo
 // Part 1: Nq = 1, no grouping, a contiguous cache; lab 6 part 1 against lab 5 without splits.
 
 bool run_part1(FILE* csv, cudaStream_t stream, double copy, const std::vector<int>& nks, const std::string& bh_list,
-               const std::vector<std::string>& dtypes, const std::vector<std::string>& impls, int max_reps,
-               const std::function<double()>& elapsed_s, double budget_s) {
+               const std::vector<std::string>& dtypes, const std::vector<std::string>& impls, const std::vector<int>& splits,
+               int max_reps, const std::function<double()>& elapsed_s, double budget_s) {
   for (const std::string& dname : dtypes) {
     const bool bf16 = dname == "bf16";
     const size_t elem = bf16 ? 2 : 4;
@@ -211,7 +212,11 @@ bool run_part1(FILE* csv, cudaStream_t stream, double copy, const std::vector<in
       const int B = std::max(1, bh / kHeads), H = bh / B;
       for (int nk : nks) {
         const size_t kv_elems = size_t(B) * H * nk * kD;
-        for (const std::string impl : {"lab6", "lab5"}) {
+        // One lab6 row per split count listed (0: choose_num_splits'), then lab5's one.
+        std::vector<std::pair<std::string, int>> runs;
+        for (int s : splits) runs.emplace_back("lab6", s);
+        runs.emplace_back("lab5", 1);
+        for (const auto& [impl, forced_splits] : runs) {
           if (!has(impls, impl)) continue;
 #if !COURSE_HAVE_LAB5
           if (impl == "lab5") continue;
@@ -221,6 +226,7 @@ bool run_part1(FILE* csv, cudaStream_t stream, double copy, const std::vector<in
           r.impl = impl, r.dtype = dname, r.B = B, r.H_q = r.H_kv = H, r.nk = nk;
           r.kv_bytes = 2 * kv_elems * elem;
           if (impl == "lab5") r.how = "no split";
+          if (forced_splits > 0 && impl == "lab6") r.how = "split count forced";
           r.status = skip_reason(r.kv_bytes, 1, elapsed_s(), budget_s);
           if (r.status.empty() && !run_row(r, [&] {
                 DeviceBuffer q(size_t(bh) * kD * elem), k(kv_elems * elem), v(kv_elems * elem),
@@ -236,7 +242,7 @@ bool run_part1(FILE* csv, cudaStream_t stream, double copy, const std::vector<in
                 std::unique_ptr<DeviceBuffer> workspace;
                 if (impl == "lab6") {
                   const course::lab6::DecodeShape shape{B, H, 1, nk, kD};
-                  r.splits = course::lab6::choose_num_splits(shape, dt, sm_count());
+                  r.splits = forced_splits > 0 ? forced_splits : course::lab6::choose_num_splits(shape, dt, sm_count());
                   workspace = std::make_unique<DeviceBuffer>(course::lab6::split_kv_workspace_bytes(shape, dt, r.splits));
                   call = part1_call(q.get(), k.get(), v.get(), o.get(), lse_p, dt, shape, r.splits, *workspace, stream);
                 } else {
@@ -317,7 +323,7 @@ struct GqaShape {
 // The rows of one (shape, Nk): K and V drawn once, then for each Nq the in-order baseline and
 // the shuffled pages of each size.
 // Part 2's choices from the command line: the groups, the page sizes and the split counts (0: the
-// library's own).
+// library's own; part 1's lab6 rows take the split counts too).
 struct Part2Options {
   std::vector<int> groups{1, 8};
   std::vector<int> pages{16, 64, 256};
@@ -487,7 +493,8 @@ int main(int argc, char** argv) {
   bool alive = true;
   if (has(parts, "2")) alive = run_part2(csv, stream, copy, quick, max_reps, elapsed_s, budget_s, part2);
   if (alive && has(parts, "1"))
-    alive = run_part1(csv, stream, copy, nks, bh_list, bench::split_list(dtypes_arg), bench::split_list(impls_arg), max_reps, elapsed_s, budget_s);
+    alive = run_part1(csv, stream, copy, nks, bh_list, bench::split_list(dtypes_arg), bench::split_list(impls_arg), part2.splits,
+                      max_reps, elapsed_s, budget_s);
   std::fclose(csv);
   return alive ? 0 : 1;
 }

@@ -40,7 +40,9 @@ PAGES = [16, 64, 256]
 
 
 def load(files):
-    rows = [r for f in files for r in csv.DictReader(open(f))]
+    """Every row of the CSVs but those whose split count was forced (bench_decoding --splits N):
+    those are a sweep's, and the tables and plots show what the library itself chooses."""
+    rows = [r for f in files for r in csv.DictReader(open(f)) if r.get("how") != "split count forced"]
     for r in rows:
         for key, value in PART2_DEFAULTS.items():
             if r.get(key) in (None, ""):
