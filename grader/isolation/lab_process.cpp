@@ -494,6 +494,15 @@ void LabProcess::stop() {
 
 void LabProcess::restart() { stop(); }
 
+// A line of the grader's own in the lab process's log, between the lab's lines (they append).
+void LabProcess::note_in_log(const std::string& line) const {
+  if (log_path_ == "/dev/null") return;
+  const int fd = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  (void)!::write(fd, line.data(), line.size());
+  close(fd);
+}
+
 void LabProcess::run_under(std::vector<std::string> tool, int call_time_factor, std::string log_path) {
   stop();
   tool_ = std::move(tool);
@@ -609,7 +618,11 @@ Reply LabProcess::call(const std::string& function, const Packet& args) {
       // by itself (finish()), and a check run under it reads that report.
       // (COURSE_LAB_RESTART_AFTER_ERROR=0 keeps the process, for the test that shows what
       // that would cost: grader/lab1_softmax/partial/.)
-      if (tool_.empty() && env_long("COURSE_LAB_RESTART_AFTER_ERROR", 1) != 0) stop();
+      if (tool_.empty() && env_long("COURSE_LAB_RESTART_AFTER_ERROR", 1) != 0) {
+        stop();
+        note_in_log("[grader] " + function + " ended in an error: this lab process is ended, and the next call "
+                    "starts a fresh one\n");
+      }
       throw LabError(message);
     case Status::unknown_call: throw LabFailure(who_ + ": " + message);
   }

@@ -89,6 +89,7 @@ class LabProcess {
   void stop();
   [[noreturn]] void fail(const std::string& function, const std::string& what);
   std::string log_tail() const;
+  void note_in_log(const std::string& line) const;
 
   pid_t lab_pid() const;
 
