@@ -41,6 +41,10 @@
 #     full (speed checks left out), it earns EARNS's points: a student who stops at an earlier
 #     step keeps that step's points, however the unwritten one fails (a kernel stopped at a
 #     bounded wait leaves its process's CUDA context broken, and the next call fails too).
+#     FAILS_IF_PROCESS_KEPT adds the counterpart test: graded with COURSE_LAB_RESTART_AFTER_ERROR=0
+#     (the grader keeps a lab process after an error), EARNS must fail. It shows that the
+#     submission's error really breaks its process, so that the test above cannot pass for
+#     want of a broken one.
 
 # Two tiers of seeds. The project's test suite (./course test, CI) grades each solution at seeds
 # 1-8 and each correct variant at seeds 1-4: twenty seeds of lab 3 and lab 7 and their variants
@@ -559,18 +563,25 @@ function(course_correct_variant)
 endfunction()
 
 function(course_partial_submission)
-  cmake_parse_arguments(PARSE_ARGV 0 P "" "LAB;NAME;FILE;FIND;REPLACE;PATCH;EARNS" "")
+  cmake_parse_arguments(PARSE_ARGV 0 P "FAILS_IF_PROCESS_KEPT" "LAB;NAME;FILE;FIND;REPLACE;PATCH;EARNS" "")
   set(n ${P_LAB})
   get_property(timeout GLOBAL PROPERTY COURSE_LAB_${n}_TIMEOUT)
   _course_derived_lab_process(${n} partial ${P_NAME} "${P_FILE}" "${P_FIND}" "${P_REPLACE}" "${P_PATCH}" worker)
   if(NOT worker)
     return()
   endif()
-  add_test(NAME lab${n}.partial.${P_NAME}
-           COMMAND course_runner expect --binary $<TARGET_FILE:grade_lab${n}>
-                   --worker $<TARGET_FILE:lab${n}_worker_partial_${P_NAME}>
-                   --earns "${P_EARNS}" --exclude "speed:*" --timeout ${timeout})
+  set(expect $<TARGET_FILE:course_runner> expect --binary $<TARGET_FILE:grade_lab${n}>
+             --worker $<TARGET_FILE:lab${n}_worker_partial_${P_NAME}>
+             --earns "${P_EARNS}" --exclude "speed:*" --timeout ${timeout})
+  add_test(NAME lab${n}.partial.${P_NAME} COMMAND ${expect})
   set_tests_properties(lab${n}.partial.${P_NAME} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
+  if(P_FAILS_IF_PROCESS_KEPT)
+    add_test(NAME lab${n}.partial.${P_NAME}.fails_when_the_process_is_kept
+             COMMAND ${CMAKE_COMMAND} -E env COURSE_LAB_RESTART_AFTER_ERROR=0 ${expect})
+    set_tests_properties(lab${n}.partial.${P_NAME}.fails_when_the_process_is_kept PROPERTIES
+                         SKIP_RETURN_CODE 77 TIMEOUT 900
+                         PASS_REGULAR_EXPRESSION "to earn its full points, but it failed")
+  endif()
 endfunction()
 
 # graders.tsv in the build folder: one line per lab for course_runner (number, folder, cpu|gpu,
