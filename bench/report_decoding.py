@@ -12,6 +12,8 @@ the ceiling. The picture names BASE.csv and its digest (bench/provenance.py).
     (a) group 1, Nq = 1, B*H = 32: lab 6 part 1 and paged against the best SDPA backend;
     (b) group 8, Nq = 1, 4, 8: the same, K and V of the KV heads counted once;
     (c) the paged cache's time over the same keys in order (contiguous, or in-order pages).
+  Rows whose split count was forced (bench_decoding --splits 8,16) get a table of their own, each
+  count against the library's; the tables above and the picture show the library's counts only.
 
 Decoding reads K and V once and does little arithmetic, so its limit is memory bandwidth. The
 copy figure counts bytes read + written; a kernel that only reads can pass it (HBM reads alone
@@ -40,9 +42,7 @@ PAGES = [16, 64, 256]
 
 
 def load(files):
-    """Every row of the CSVs but those whose split count was forced (bench_decoding --splits N):
-    those are a sweep's, and the tables and plots show what the library itself chooses."""
-    rows = [r for f in files for r in csv.DictReader(open(f)) if r.get("how") != "split count forced"]
+    rows = [r for f in files for r in csv.DictReader(open(f))]
     for r in rows:
         for key, value in PART2_DEFAULTS.items():
             if r.get(key) in (None, ""):
@@ -52,6 +52,16 @@ def load(files):
 
 def part(rows, n):
     return [r for r in rows if r["part"] == str(n)]
+
+
+FORCED = "split count forced"  # the `how` of a row whose split count bench_decoding --splits N forced
+
+
+def chosen(rows):
+    """The rows run as the library runs them: not those of a sweep's forced split counts, which
+    the main tables and the picture leave out (each table takes one row per cell, and a forced
+    row read first would stand in the library's place); the sweep's own table shows them."""
+    return [r for r in rows if r["how"] != FORCED]
 
 
 def ordered_impls(rows):
@@ -235,11 +245,49 @@ def part2_markdown(rows):
     return lines
 
 
+def sweep_markdown(rows):
+    """The forced split counts (bench_decoding --splits auto,8,16): per configuration and Nk, the
+    library's own count and each forced one, GB/s and its time over the library's."""
+    forced = [r for r in rows if r["how"] == FORCED]
+    if not forced:
+        return []
+    lines = ["## Split counts forced (bench_decoding --splits)", "",
+             "Each cell: GB/s of K and V, and in brackets the library's time over this count's (above 1: "
+             "the forced count is faster). `auto` is the library's own count, in square brackets.", ""]
+    def key(r):
+        return (r["part"], r["impl"], r["dtype"], r["BH"], r["H_kv"], int(r["Nq"]), r["page_size"], r["layout"])
+    for k in sorted({key(r) for r in forced}):
+        part_n, impl, dtype, bh, hkv, nq, page, layout = k
+        same = [r for r in rows if key(r) == k]
+        counts = sorted({int(r["splits"]) for r in same if r["how"] == FORCED})
+        title = f"### part {part_n}, {impl}, {dtype}, B*H = {bh}"
+        title += f", H_kv = {hkv}, Nq = {nq}, pages of {page} ({layout})" if part_n == "2" else ""
+        lines += [title, "", "| Nk | auto | " + " | ".join(f"S = {c}" for c in counts) + " |",
+                  "|---|---|" + "---|" * len(counts)]
+        for nk in sorted({int(r["Nk"]) for r in same}):
+            at = [r for r in same if int(r["Nk"]) == nk and ok(r)]
+            auto = next((r for r in at if r["how"] != FORCED), None)
+            cells = [f"{float(auto['gbps']):.0f} [{auto['splits']}]" if auto else ""]
+            for c in counts:
+                r = next((r for r in at if r["how"] == FORCED and int(r["splits"]) == c), None)
+                if r is None:
+                    cells.append("")
+                elif auto is None:
+                    cells.append(f"{float(r['gbps']):.0f}")
+                else:
+                    cells.append(f"{float(r['gbps']):.0f} ({float(auto['ms']) / float(r['ms']):.2f}x)")
+            lines.append(f"| {nk} | " + " | ".join(cells) + " |")
+        lines.append("")
+    return lines
+
+
 def markdown(rows, gpu, commit):
     lines = [f"# Decoding: K/V bandwidth, {gpu} (commit {commit})", ""]
-    lines += part1_markdown(part(rows, 1))
-    if part(rows, 2):
-        lines += part2_markdown(part(rows, 2))
+    library = chosen(rows)
+    lines += part1_markdown(part(library, 1))
+    if part(library, 2):
+        lines += part2_markdown(part(library, 2))
+    lines += sweep_markdown(rows)
     return lines
 
 
@@ -357,7 +405,7 @@ def main(argv):
     with open(base + ".md", "w") as out:
         out.write("\n".join(lines) + "\n")
     print("\n".join(lines))
-    plot(rows, gpu, commit, base + ".png", base + ".csv")
+    plot(chosen(rows), gpu, commit, base + ".png", base + ".csv")
     return 0
 
 
