@@ -10,10 +10,24 @@
 #include <string>
 
 #include "speed_rules.hpp"
+#include "worker.hpp"
 
 namespace gpu_lab {
 
 namespace {
+
+// After a call of the lab ended in an exception: is this process's CUDA context still usable
+// (isolation::set_fit_after_error_check)? An ordinary error (a launch configuration the GPU
+// refuses) is cleared by reading it; an error from a kernel (an illegal address, a trap, an
+// assertion) is sticky: every later call returns it, cudaDeviceSynchronize included.
+bool cuda_context_usable() {
+  (void)cudaGetLastError();
+  return cudaDeviceSynchronize() == cudaSuccess && cudaGetLastError() == cudaSuccess;
+}
+
+// Set while the lab process starts: this file is in every GPU lab's process (its server calls
+// run_kernel or run_guarded), and only there.
+[[maybe_unused]] const bool kFitCheckSet = (isolation::set_fit_after_error_check(&cuda_context_usable), true);
 
 using course::check_cuda;
 using course::DeviceBuffer;

@@ -608,14 +608,15 @@ Reply LabProcess::call(const std::string& function, const Packet& args) {
   switch (status) {
     case Status::ok: return out;
     case Status::bad_input: throw course::BadInput(message);
-    case Status::not_implemented: throw LabError(message);
-    case Status::error:
-      // After an error the process can no longer be trusted to answer for the lab: a GPU lab's
-      // CUDA context after an illegal address, a launch failure or a trap stays broken (the
-      // error is "sticky") and fails every later call, which would cost the lab every check
-      // after the one that found its bug. So the process ends here, and the next call starts a
-      // fresh one. Not under a tool: compute-sanitizer writes its report when the program ends
-      // by itself (finish()), and a check run under it reads that report.
+    case Status::not_implemented:
+    case Status::error: throw LabError(message);
+    case Status::error_unfit:
+      // The process says it is unfit for another call (worker.hpp): a GPU lab's CUDA context
+      // after an illegal address or a trap stays broken (the error is "sticky") and would fail
+      // every later call, which would cost the lab every check after the one that found its bug.
+      // So the process ends here, and the next call starts a fresh one. Not under a tool:
+      // compute-sanitizer writes its report when the program ends by itself (finish()), and a
+      // check run under it reads that report.
       // (COURSE_LAB_RESTART_AFTER_ERROR=0 keeps the process, for the test that shows what
       // that would cost: grader/lab1_softmax/partial/.)
       if (tool_.empty() && env_long("COURSE_LAB_RESTART_AFTER_ERROR", 1) != 0) {

@@ -14,9 +14,10 @@
 //     processes, no programs, no signals to others, no file writes);
 //   - with an empty environment, its own scratch directory as working directory, and only four
 //     descriptors: /dev/null, its log (stdout and stderr), the request pipe and the reply pipe.
-// A call that crashes, hangs past its time limit, replies nonsense or ends in an error (an
-// exception other than course::BadInput and course::NotImplemented) fails that call only: the
-// next call starts a fresh lab process.
+// A call that crashes, hangs past its time limit, replies nonsense or ends in an error that
+// leaves the process unfit (worker.hpp: any exception but course::BadInput and
+// course::NotImplemented in a CPU lab; in a GPU lab, one that leaves its CUDA context broken)
+// fails that call only: the next call starts a fresh lab process.
 #pragma once
 
 #include <sys/types.h>
@@ -56,7 +57,8 @@ class LabProcess {
 
   // Calls `function` with `args` (written after the name) in the lab process. Returns its
   // results; throws course::BadInput if the lab code rejected the input, LabError for any other
-  // exception it threw (after which the process is ended, unless it runs under a tool),
+  // exception it threw (after which the process is ended if it says it is unfit, unless it
+  // runs under a tool),
   // LabFailure if the process died, hung or replied nonsense.
   Reply call(const std::string& function, const Packet& args);
 

@@ -26,9 +26,20 @@ enum class Status : std::uint8_t {
   ok = 0,
   bad_input = 1,        // the lab code threw course::BadInput
   not_implemented = 2,  // the lab code threw course::NotImplemented (a skeleton)
-  error = 3,            // any other exception
+  error = 3,            // any other exception, after which the lab process can go on
   unknown_call = 4,     // the lab process has no handler of that name
+  error_unfit = 5,      // any other exception, after which the lab process cannot be trusted with
+                        // another call: the grader ends it and starts a fresh one for the next
 };
+
+// After a call ended in an exception, is this lab process still fit for the next call? Unless a
+// check is set here the answer is no (error_unfit): a fresh process is cheap for a CPU lab, and
+// nothing its code left half done can then spoil a later check. The GPU labs' runner
+// (grader/gpu/device_run.cu) sets one that asks the CUDA context: an error from a kernel (an
+// illegal address, a trap) is "sticky" and fails every later CUDA call of the process, while an
+// ordinary one (a launch configuration the GPU refuses, an exception of the lab's own) leaves it
+// usable, and a fresh process would cost a new CUDA context for nothing.
+void set_fit_after_error_check(bool (*check)());
 
 using Handler = std::function<void(Packet& args, Packet& results)>;
 

@@ -19,6 +19,10 @@ std::vector<std::pair<std::string, std::uint64_t>>& extra_counters() {
   return counters;
 }
 
+// set_fit_after_error_check's check (constant-initialized: set from another file's static
+// initializer, whatever the order of initialization).
+bool (*fit_after_error)() = nullptr;
+
 constexpr int kRequestFd = 3;
 constexpr int kReplyFd = 4;
 
@@ -55,6 +59,7 @@ Packet serve(const Registry& registry, Packet& request) {
     status = Status::error;
     message = "an exception that is not derived from std::exception";
   }
+  if (status == Status::error && !(fit_after_error != nullptr && fit_after_error())) status = Status::error_unfit;
   Packet reply;
   reply.put(status);
   reply.put_string(message);
@@ -71,6 +76,8 @@ Packet serve(const Registry& registry, Packet& request) {
   return reply;
 }
 }  // namespace
+
+void set_fit_after_error_check(bool (*check)()) { fit_after_error = check; }
 
 void report_counter(const std::string& name, std::uint64_t value) {
   extra_counters().emplace_back(name, value);
