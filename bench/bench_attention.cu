@@ -467,13 +467,7 @@ int main(int argc, char** argv) {
   try {
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
-      const auto next = [&]() -> std::string {
-        if (i + 1 >= argc) {
-          std::fprintf(stderr, "bench_attention: %s needs a value\n", a.c_str());
-          std::exit(2);
-        }
-        return argv[++i];
-      };
+      const auto next = [&] { return bench::option_value(argc, argv, i); };
       if (a == "--out") opt.out = next();
       else if (a == "--quick") opt.quick = true;
       else if (a == "--impls") opt.impls = bench::split_list(next());

@@ -429,10 +429,7 @@ int main(int argc, char** argv) {
   try {
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
-      auto value = [&]() -> std::string {
-        if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
-        return argv[++i];
-      };
+      auto value = [&] { return bench::option_value(argc, argv, i); };
       if (a == "--out") out_path = value();
       else if (a == "--quick") quick = true;
       else if (a == "--parts") parts_arg = value();

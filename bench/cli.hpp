@@ -1,5 +1,6 @@
 // Command-line lists shared by the GPU benchmarks (bench_attention.cu, bench_backward.cu,
-// bench_decoding.cu): comma-separated items, each checked, with an error that names the option.
+// bench_decoding.cu): an option's value, and comma-separated items, each checked, with an error
+// that names the option.
 // The parsers throw std::invalid_argument; each program's main prints "<program>: <what>" and
 // exits with status 2.
 #pragma once
@@ -10,6 +11,13 @@
 #include <vector>
 
 namespace bench {
+
+// The value of option argv[i], which is argv[i + 1]; i moves onto it. An option that ends the line
+// is an error ("--out needs a value").
+inline std::string option_value(int argc, char** argv, int& i) {
+  if (i + 1 >= argc) throw std::invalid_argument(std::string(argv[i]) + " needs a value");
+  return argv[++i];
+}
 
 // "a,b,,c" -> {"a", "b", "c"} (empty items are dropped).
 inline std::vector<std::string> split_list(const std::string& s) {

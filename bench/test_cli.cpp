@@ -39,3 +39,13 @@ TEST_CASE("parse_choices: each item one of the allowed values, else the rule") {
   CHECK_THROWS_AS(bench::parse_choices("--groups", "08", {1, 8}, "1 and 8"), std::invalid_argument);  // as written
   CHECK_THROWS_AS(bench::parse_choices("--groups", "", {1, 8}, "1 and 8"), std::invalid_argument);
 }
+
+TEST_CASE("option_value: the next argument, and an option that ends the line is an error") {
+  char prog[] = "bench", out[] = "--out", file[] = "x.csv", quick[] = "--quick";
+  char* argv[] = {prog, out, file, quick, out};
+  int i = 1;
+  CHECK(bench::option_value(5, argv, i) == "x.csv");
+  CHECK(i == 2);  // on the value: the loop's ++i goes to the next option
+  i = 4;
+  CHECK_THROWS_WITH_AS(bench::option_value(5, argv, i), "--out needs a value", std::invalid_argument);
+}
