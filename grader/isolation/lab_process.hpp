@@ -57,9 +57,8 @@ class LabProcess {
 
   // Calls `function` with `args` (written after the name) in the lab process. Returns its
   // results; throws course::BadInput if the lab code rejected the input, LabError for any other
-  // exception it threw (after which the process is ended if it says it is unfit, unless it
-  // runs under a tool),
-  // LabFailure if the process died, hung or replied nonsense.
+  // exception it threw (after which the process is ended if it says it is unfit, unless it runs
+  // under a tool), LabFailure if the process died, hung or replied nonsense.
   Reply call(const std::string& function, const Packet& args);
 
   // Ends the current process: the next call starts a fresh one (e.g. to measure memory).
