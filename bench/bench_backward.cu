@@ -104,6 +104,7 @@ int main(int argc, char** argv) {
                  "                      [--ds 64,128] [--ns 1024,4096] [--causal 0,1]\n");
     return 2;
   }
+  if (!bench::device_usable("bench_backward")) return 2;
   FILE* csv = std::fopen(out_path.c_str(), "w");
   if (!csv) {
     std::perror(out_path.c_str());

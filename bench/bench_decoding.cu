@@ -3,7 +3,8 @@
 //
 //   bench_decoding --out results.csv [--quick] [--parts 1,2] [--bh 1024,32] [--dtypes bf16,fp32]
 //                  [--impls lab6,lab5] [--budget-s 120] [--max-reps 20]
-//                  [--groups 1,8] [--pages 16,64,256] [--splits auto,16,33]
+//                  [--groups 1,8] [--pages 16,64,256] [--splits auto,16,33] [--nks 4096,65536]
+//                  [--nqs 1,4,8]
 //
 // Part 1 (lab 6 part 1, a contiguous cache): d = 128, Nq = 1, non-causal, B * H in {32 * 32,
 // 1 * 32} (H = 32), Nk in {1k, 2k, ..., 128k} (quick: 4k and 32k). A configuration whose K and V
@@ -27,7 +28,9 @@
 // --pages choose among part 2's shapes and page sizes. --splits times each paged row, and each of
 // part 1's lab6 rows, once per split count listed ("auto", the default, is the library's own
 // choice, choose_paged_splits' or choose_num_splits'; a number forces it, and the row's `how`
-// says so): the way to see what a split heuristic gives up at a shape.
+// says so): the way to see what a split heuristic gives up at a shape. --nks replaces both parts'
+// lists of Nk (with --quick too), and --nqs group 8's Nq: one shape alone, as tools/profile runs
+// it under Nsight Compute.
 // Method (both parts):
 //   * GB/s = K/V bytes / time (Q, O and the workspace are less than 0.1% of it at these sizes).
 //   * copy GB/s: a device-to-device cudaMemcpyAsync of 4 GiB in the same process, counted as
@@ -322,10 +325,12 @@ struct GqaShape {
 
 // The rows of one (shape, Nk): K and V drawn once, then for each Nq the in-order baseline and
 // the shuffled pages of each size.
-// Part 2's choices from the command line: the groups, the page sizes and the split counts (0: the
-// library's own; part 1's lab6 rows take the split counts too).
+// Part 2's choices from the command line: the groups, group 8's Nq, the page sizes and the split
+// counts (0: the library's own); part 1's lab6 rows take the split counts and the Nk list too.
 struct Part2Options {
   std::vector<int> groups{1, 8};
+  std::vector<int> nqs{1, 4, 8};  // group 8's new rows per sequence
+  std::vector<int> nks;           // empty: the default list
   std::vector<int> pages{16, 64, 256};
   std::vector<int> splits{0};
 };
@@ -401,17 +406,23 @@ bool run_part2_point(FILE* csv, cudaStream_t stream, double copy, const GqaShape
   return true;
 }
 
+// A part's Nk: --nks where given, else the quick pair, else every power of two from `first` to 128k.
+std::vector<int> nk_list(const std::vector<int>& given, bool quick, int first) {
+  if (!given.empty()) return given;
+  if (quick) return {4096, 32768};
+  std::vector<int> nks;
+  for (int n = first; n <= 131072; n *= 2) nks.push_back(n);
+  return nks;
+}
+
 bool run_part2(FILE* csv, cudaStream_t stream, double copy, bool quick, int max_reps,
                const std::function<double()>& elapsed_s, double budget_s, const Part2Options& options) {
   std::vector<GqaShape> shapes;
   if (std::find(options.groups.begin(), options.groups.end(), 1) != options.groups.end())
     shapes.push_back({1, kHeads, kHeads, {1}});
   if (std::find(options.groups.begin(), options.groups.end(), 8) != options.groups.end())
-    shapes.push_back({4, kHeads, kHeads / 8, {1, 4, 8}});
-  std::vector<int> nks;
-  if (quick) nks = {4096, 32768};
-  else
-    for (int n = 4096; n <= 131072; n *= 2) nks.push_back(n);
+    shapes.push_back({4, kHeads, kHeads / 8, options.nqs});
+  const std::vector<int> nks = nk_list(options.nks, quick, 4096);
   for (const GqaShape& g : shapes)
     for (int nk : nks)
       if (!run_part2_point(csv, stream, copy, g, nk, max_reps, elapsed_s, budget_s, options)) return false;
@@ -441,6 +452,8 @@ int main(int argc, char** argv) {
       else if (a == "--groups") part2.groups = bench::parse_choices(a, value(), {1, 8}, "part 2 has groups 1 and 8");
       else if (a == "--pages") part2.pages = bench::parse_counts(a, value());
       else if (a == "--splits") part2.splits = bench::parse_counts(a, value(), true);
+      else if (a == "--nks") part2.nks = bench::parse_counts(a, value());
+      else if (a == "--nqs") part2.nqs = bench::parse_choices(a, value(), {1, 4, 8}, "group 8 has Nq 1, 4 and 8");
       else if (a == "--list") {
         std::puts("lab6");
 #if COURSE_HAVE_LAB5
@@ -460,9 +473,10 @@ int main(int argc, char** argv) {
   if (out_path.empty()) {
     std::fprintf(stderr, "usage: bench_decoding --out results.csv [--quick] [--parts 1,2] [--bh 1024,32] "
                          "[--dtypes bf16,fp32] [--impls lab6,lab5] [--budget-s S] [--max-reps N] [--groups 1,8] "
-                         "[--pages 16,64,256] [--splits auto,16,33]\n");
+                         "[--pages 16,64,256] [--splits auto,16,33] [--nks 4096,65536] [--nqs 1,4,8]\n");
     return 2;
   }
+  if (!bench::device_usable("bench_decoding")) return 2;
   const auto start = std::chrono::steady_clock::now();
   const std::function<double()> elapsed_s = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -475,10 +489,7 @@ int main(int argc, char** argv) {
   std::fprintf(csv, "%s\n", kColumns);
   std::fflush(csv);
 
-  std::vector<int> nks;
-  if (quick) nks = {4096, 32768};
-  else
-    for (int n = 1024; n <= 131072; n *= 2) nks.push_back(n);
+  const std::vector<int> nks = nk_list(part2.nks, quick, 1024);
 
   cudaStream_t stream;
   check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");

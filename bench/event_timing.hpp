@@ -1,15 +1,29 @@
-// CUDA-event timing shared by the GPU benchmarks (bench_decoding.cu, bench_backward.cu).
+// CUDA-event timing shared by the GPU benchmarks (bench_decoding.cu, bench_backward.cu), and the
+// check that there is a GPU to time on.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <functional>
 #include <vector>
 
 #include "course/gpu.hpp"  // check_cuda
 
 namespace bench {
+
+// True where this process can use a CUDA device. Otherwise it says why on stderr ("<program>: no
+// usable CUDA device (<CUDA's reason>)") and returns false, and the program exits with status 2,
+// instead of aborting at its first CUDA call with an uncaught exception.
+inline bool device_usable(const char* program) {
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err == cudaSuccess && count > 0) return true;
+  std::fprintf(stderr, "%s: no usable CUDA device (%s)\n", program,
+               err == cudaSuccess ? "none found" : cudaGetErrorString(err));
+  return false;
+}
 
 inline float median(std::vector<float> v) {
   std::sort(v.begin(), v.end());
