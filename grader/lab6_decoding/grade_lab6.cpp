@@ -295,8 +295,8 @@ TEST_CASE("bf16: small shapes within band" * grading::points(3)) {
 
 TEST_CASE("split counts 1 to 64, more splits than keys (empty splits)" * grading::points(3)) {
   gpu_grading::require_device();
-  // 113 keys: no split count divides them, so the last chunk is short; from 29 splits on, some
-  // splits get no key at all.
+  // 113 keys: no split count but 1 divides them, so the last chunk is short; at 16, 32, 63 and 64
+  // splits the chunks of ceil(113 / S) keys run out before the last splits, which get no key.
   for (int splits : {1, 2, 3, 5, 8, 13, 16, 32, 63, 64}) check(decode(DType::fp32, 2, 2, 4, 113, 64, false, splits));
   for (int splits : {7, 64}) check(decode(DType::bf16, 1, 3, 1, 113, 128, true, splits));
   check(decode(DType::fp32, 1, 2, 2, 5, 128, false, 64));    // 5 keys, 64 splits
@@ -329,7 +329,8 @@ TEST_CASE("causal with Nq > 1: bottom-right alignment with each batch element's 
 
 TEST_CASE("every output element is written (NaN-poisoned outputs and workspace)" * grading::points(2)) {
   gpu_grading::require_device();
-  // Row counts B * H * Nq that are not multiples of 4 (the merge's warps per CTA) or of 16.
+  // Row counts B * H * Nq that are not multiples of 4 or of 16: no rounding of the rows up to a
+  // block of them goes unseen.
   check(decode(DType::fp32, 1, 3, 1, 129, 64, false, 2));
   check(decode(DType::fp32, 3, 5, 3, 65, 128, false, 5));
   check(decode(DType::bf16, 1, 1, 13, 200, 64, false, 9));

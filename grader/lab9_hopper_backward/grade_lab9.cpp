@@ -74,7 +74,8 @@ TEST_CASE("hopper: causal, Nq != Nk aligned bottom-right, rows with no key give 
           grading::points(3, kHopperCheck)) {
   for (const GpuProblem& g : causal(kShapes)) check_hopper<bf16>(g, grading::seed());
   // Nq > Nk: the first Nq - Nk rows see no key (LSE = -inf), inside tiles that also hold rows
-  // that do; Nq < Nk: the first K/V tiles are seen by every query, and whole K/V tiles by none.
+  // that do; Nq < Nk: the first K/V tiles are seen by every query (bottom-right: the last query
+  // sees every key, so no K/V tile is left out).
   for (const GpuProblem& g :
        causal<GpuProblem>({{1, 2, 150, 40, 64}, {2, 1, 70, 260, 128}, {1, 1, 5, 3, 64}, {1, 1, 300, 700, 64}}))
     check_hopper<fp16>(g, grading::seed());
