@@ -166,7 +166,7 @@ class DeviceBuffer {
 #ifdef __CUDACC__
 // 16 bytes of fp32, bf16 or fp16 from global memory (16-byte aligned) into fp32 registers: the one
 // vectorised load (a single 128-bit transaction per thread) that labs 4 and 6 build their tile
-// loads from (lab 6's part 2 also fp16). E = 4 floats or 8 16-bit values.
+// loads from. E = 4 floats or 8 16-bit values.
 __device__ __forceinline__ void load16(const float* src, float* dst) {
   const float4 x = *reinterpret_cast<const float4*>(src);
   dst[0] = x.x;

@@ -22,7 +22,7 @@ enum class Version {
   pipelined,       // 4: + cp.async, two shared-memory stages
   register_p,      // 5: + P kept in registers as the A operand of P.V
   exp2_fma,        // 6: + exp2 with scale * log2(e) folded into one FFMA
-  lazy_rescale,    // 7: beyond FA2: O rescaled only when a row max grows by more than 2^8 (exact)
+  lazy_rescale,    // 7: beyond FA2: O rescaled only when exp(scale * growth of a row max) exceeds 2^8 (exact)
   best = lazy_rescale,
 };
 

@@ -138,7 +138,8 @@ inline void check_paged_shape(const std::string& where, const PagedShape& s) {
     throw BadInput(where + ": max_pages * page_size must be at most 2^30 keys per sequence");
   if (std::int64_t(s.B) * s.H_kv * ((std::int64_t(s.group()) * s.Nq + kPagedMaxQueryRows - 1) / kPagedMaxQueryRows) >
       65535)
-    throw BadInput(where + ": B * H_kv * row tiles must be <= 65535 (one grid row per tile)");
+    throw BadInput(where + ": B * H_kv * ceil(group * Nq / 16) must be <= 65535 (a grid dimension's limit, counted for "
+                           "tiles of 16 packed rows)");
 }
 
 // The optional host copies of the block table and the lengths.

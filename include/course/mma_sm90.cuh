@@ -233,7 +233,7 @@ __host__ __device__ constexpr int acc_col(int thread_in_warpgroup, int i) {
 // wgmma.mma_async that follow. The PTX ISA requires it before the first wgmma of a warpgroup,
 // and between any access to registers a wgmma uses -- its accumulators, or the registers holding
 // an A fragment -- and that wgmma; accumulator accesses by consecutive wgmma of the same shape
-// are ordered without it. (It does not order shared memory: see fence_proxy_async below.)
+// are ordered without it. (It does not order shared memory: see fence_proxy_async_shared below.)
 // Without it, the PTX ISA says, the behaviour is undefined.
 __device__ __forceinline__ void wgmma_fence() {
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
@@ -248,7 +248,7 @@ __device__ __forceinline__ void wgmma_commit_group() {
 // wgmma.wait_group.sync.aligned N: waits until at most N wgmma-groups of this warpgroup are
 // still pending. wait<0> = everything issued has completed (accumulators readable, shared
 // memory operands no longer read). wait<1> lets the newest group run on: the overlap of
-// lecture 8's steps 5 and 6.
+// lecture 8's steps 6 and 7.
 template <int kPending>
 __device__ __forceinline__ void wgmma_wait_group() {
   static_assert(kPending >= 0 && kPending <= 7, "wgmma.wait_group takes 0..7");
@@ -533,7 +533,7 @@ __device__ __forceinline__ bool elect_one_sync() {
 // Named barriers: 16 per CTA, 0 is __syncthreads'. bar.sync id, n waits until n threads (a
 // multiple of 32, counted per warp) have arrived at barrier id; bar.arrive id, n arrives without
 // waiting. The pair lets two consumer warpgroups pass a token back and forth ("ping-pong",
-// lecture 8 step 5): each waits on its own barrier before its GEMMs and arrives on the other's
+// lecture 8 step 7): each waits on its own barrier before its GEMMs and arrives on the other's
 // after issuing them, with n = 256 (both warpgroups).
 __device__ __forceinline__ void named_barrier_sync(uint32_t id, uint32_t threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");

@@ -1,4 +1,4 @@
-// The softmax scale tau of S = tau Q K^T (FA1 Algorithm 1, line 9): its one rule and its one
+// The softmax scale tau of S = tau Q K^T (FA1 Algorithm 2, line 10; Algorithm 1 has none): its one rule and its one
 // default, for every lab, reference and grader of the course.
 //
 // A caller that gives no scale gets tau = 1/sqrt(d); a scale given must be finite and greater

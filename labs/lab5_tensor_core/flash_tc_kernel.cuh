@@ -5,9 +5,11 @@
 // staircase (flash_tc_config.cuh: V1_MmaOnly ... V7_LazyRescale), whose flags switch each idea
 // on with `if constexpr`; T the 16-bit element type. The pieces it uses live in
 //   flash_tc_config.cuh   the steps, TileConfig, KernelParams
-//   flash_tc_ptx.cuh      mma.sync, ldmatrix, cp.async, ex2 wrappers; the fragment layouts
-//   flash_tc_smem.cuh     shared-memory size, the swizzle, fragment loads, tile copies
-//   flash_tc_softmax.cuh  quad reductions and the online softmax
+//   flash_tc_ptx.cuh      mma.sync, ldmatrix, cp.async, ex2 wrappers (course/mma_sm80.cuh draws
+//                         the fragment layouts)
+//   flash_tc_smem.cuh     shared-memory size and tile copies (the swizzle and the fragment loads
+//                         are course/mma_sm80.cuh's)
+//   flash_tc_softmax.cuh  the online softmax (quad reductions from course/quad_reduce.cuh)
 // and flash_tc.cu launches it.
 //
 // The algorithm is FlashAttention-2's forward pass (Dao, 2023, Algorithm 1); comments name the
@@ -92,8 +94,8 @@ __device__ __forceinline__ void accumulate_pv_through_smem(
 
 // Lines 12-15: O_i = O / l, L_i = m*scale + log(l); a row that saw no key (l = 0) gets O = 0 and
 // LSE = -inf. Each lane writes its two adjacent columns per 8-wide tile (4-byte stores: a quad
-// covers 16 contiguous bytes of a row). O is read once per row block, so this is a tiny share of
-// the traffic; staging through shared memory for 16-byte stores is a possible refinement.
+// covers 16 contiguous bytes of a row). O is written once per row block, so this is a tiny share
+// of the traffic; staging through shared memory for 16-byte stores is a possible refinement.
 template <class Cfg, class T>
 __device__ __forceinline__ void store_output(const float (&o)[Cfg::kMTiles][Cfg::kDTiles][4],
                                              const float (&row_max)[Cfg::kMTiles][2],

@@ -11,11 +11,12 @@
 //            log-sum-exp LSE_s, in fp32, to the workspace;
 //   kernel 2 (merge_kernel), one CTA per output row, merges the splits with lab 2's combine:
 //            LSE = M + log sum_s exp(LSE_s - M), M = max_s LSE_s, and O = sum_s exp(LSE_s - LSE) O_s.
-// (Algorithm 1 of FlashAttention-2 with the key loop cut into pieces; Dao et al.'s
-// "Flash-Decoding" note, 2023.)
+// (FlashAttention-2's loop order, the key loop cut into pieces, as in Dao et al.'s
+// "Flash-Decoding" note, 2023; the line numbers below are FA1 Algorithm 1's.)
 //
 // Work split inside a kernel-1 CTA (128 threads = 4 warps). Decoding does about 2 * Nq FLOPs per
-// byte of K/V: it is memory-bound, so the layout serves the loads.
+// element of K/V (Nq FLOP/byte in bf16, Nq/2 in fp32): it is memory-bound, so the layout serves
+// the loads.
 //   * A K or V row of d elements is read by G = d / E threads, one 16-byte piece each (E = 4
 //     fp32 or 8 bf16 elements): a "group". G is 8, 16 or 32 (bf16 d = 64 ... fp32 d = 128); the
 //     CTA has 128 / G groups, so it reads 128 / G rows of K (and of V) with one 16-byte load per

@@ -1,6 +1,6 @@
 // Lab 8 (beyond): how tiles get into shared memory (FA2 Algorithm 1, lines 4 and 7) -- by all
 // threads with 16-byte loads (step 1), or by the TMA copy engine completing on an mbarrier
-// (steps 2-3) -- and the barrier wait every TMA consumer uses.
+// (steps 2-9; from step 4 the producer warpgroup issues them) -- and the barrier wait every TMA consumer uses.
 #pragma once
 
 #include <cstdint>
@@ -31,7 +31,7 @@ __device__ __forceinline__ void load_tile_sw128(unsigned char* tile, const T* gm
 }
 
 // ------------------------------------------------------------------------------------------
-// Steps 2-3: TMA
+// Steps 2-9: TMA
 // ------------------------------------------------------------------------------------------
 
 // One tile of kRows rows starting at `row0` of head `head`: one TMA copy per 64-column block

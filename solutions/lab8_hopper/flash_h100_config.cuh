@@ -33,8 +33,9 @@ struct V2_Tma : V1_Wgmma {
   static constexpr Version kVersion = Version::tma;
   static constexpr bool tma = true;
 };
-// kStages K/V stages with separate K and V barriers: tile j + kStages loads while tile j computes,
-// and S = Q K^T may start before V has landed.
+// kStages K/V stages with separate K and V barriers: tile j + kStages is requested once tile j is
+// done, and loads while tiles j + 1 .. j + kStages - 1 compute; S = Q K^T may start before V has
+// landed.
 struct V3_Pipelined : V2_Tma {
   static constexpr Version kVersion = Version::pipelined;
   static constexpr bool pipelined = true;
@@ -205,7 +206,7 @@ struct SmemLayout {
 // ------------------------------------------------------------------------------------------
 
 struct KernelParams {
-  const void* q;  // [B*H, Nq, d] (read directly by step 1; steps 2-7 read through the maps)
+  const void* q;  // [B*H, Nq, d] (read directly by step 1; steps 2-9 read through the maps)
   const void* k;  // [B*H, Nk, d]
   const void* v;  // [B*H, Nk, d]
   void* o;        // [B*H, Nq, d]

@@ -6,7 +6,7 @@
 // idea on with `if constexpr`; T the 16-bit element type. The pieces it uses live in
 //   flash_h100_config.cuh   the steps, TileConfig, the shared-memory layout, KernelParams
 //   flash_h100_load.cuh     16-byte loads into the swizzle, TMA tile copies, the barrier wait
-//   flash_h100_softmax.cuh  quad reductions and the online softmax
+//   flash_h100_softmax.cuh  the online softmax (quad reductions from course/quad_reduce.cuh)
 //   course/mma_sm90.cuh     the PTX toolkit: wgmma, descriptors, swizzle, mbarrier, TMA
 // and flash_h100.cu launches it.
 //
@@ -368,7 +368,7 @@ __device__ __forceinline__ void forward_one_role(const CUtensorMap& q_map, const
 // Step 4: a producer warpgroup and consumer warpgroups (DESIGN.md sections 3 and 5)
 // ------------------------------------------------------------------------------------------
 
-// One consumer warpgroup's 64 query rows of one head (steps 4-7): where they start, where their
+// One consumer warpgroup's 64 query rows of one head (steps 4-9): where they start, where their
 // O and LSE go, and from which K/V tile on their scores need apply_mask.
 template <class Cfg, class Step, class T>
 struct ConsumerRows {

@@ -1,6 +1,6 @@
 // Lab 8 (beyond): the online softmax of one K/V tile (FA2 Algorithm 1, line 9 and the rescale
-// half of line 10) on wgmma accumulator fragments. It is lab 5's online softmax (steps 1-6: the
-// exp2-FMA form, no lazy rescale) on a different array shape: a wgmma accumulator of N columns
+// half of line 10) on wgmma accumulator fragments. It is lab 5's online softmax of its step 6 (the
+// exp2-FMA form, without step 7's lazy rescale) on a different array shape: a wgmma accumulator of N columns
 // is float[N/2] per thread, and element 4j + 2r + c is row g + 8r, column 8j + 2q + c
 // (mma_sm90.cuh section 3; q = lane % 4). Each thread holds two rows (r = 0, 1); the 4 lanes of
 // a quad hold a whole row, so a row reduction is the thread's own values plus two shuffles.

@@ -13,8 +13,8 @@
 // over the query tiles (kBr rows) that can see it:
 //
 //   K_j, V_j         TMA, once, into shared memory (line 6)
-//   Q_i, dO_i        TMA, two shared-memory stages: tile i + 2 is copied in while the CTA
-//                    computes on tiles i and i + 1
+//   Q_i, dO_i        TMA, two shared-memory stages: tile i + 2 is requested once tile i is
+//                    done, and is copied in while the CTA computes on tile i + 1
 //   LSE_i, D_i       plain loads into shared memory, one tile ahead
 //
 // Two warpgroups (256 threads); warpgroup w owns keys 64w .. 64w + 63 of the tile, the M side of
@@ -601,7 +601,7 @@ __global__ void __launch_bounds__(256, 1)
 
 // The column at which element (row, col) of the fp32 dQ accumulator is stored in step 2 (row:
 // the accumulator's flat row, B * H * Nq of them): the 8-column group g of a row is stored at
-// group g ^ (row % 4). Eight threads of a warp store rows r .. r + 3, 8 columns each, at once
+// group g ^ (row % 4). Sixteen threads (half a warp) store rows r .. r + 3, 8 columns each, at once
 // (the accumulator layout); without the permutation the 4 rows' columns fall on the same 8
 // banks.
 __host__ __device__ constexpr int dq_accum_column(std::int64_t row, int col) {
