@@ -2,7 +2,8 @@
 // made once here, so that a lab states only its rules and its code starts from a call already
 // checked. The forward labs (4, 5 and 8) and reference/gpu's standard attention check with
 // check_forward; lab 6's decoding (check_decoding) and lab 7's backward (check_backward) are
-// forward calls with more inputs, checked by check_forward first and then for what they add. The softmax scale's one rule is in
+// forward calls with more inputs, checked by check_forward and then for what they add (the
+// backward checks its dtype and the deterministic mode before check_forward). The softmax scale's one rule is in
 // course/softmax_scale.hpp.
 //
 // Plain C++ (no Eigen, no device code): host code compiled by nvcc or by the host compiler
@@ -221,7 +222,8 @@ inline void check_split_count(const std::string& where, int num_splits) {
 
 // Every input check of a decoding call: check_forward's, then the decoding's own (Nq, the split
 // count, the workspace). choose_splits() gives the library's split count when num_splits is 0;
-// it is called only once every other check has passed (it may query the device).
+// it is called after every check but the workspace's, which needs the count (it may query the
+// device).
 template <typename ChooseSplits>
 DecodingCall check_decoding(const DecodingRules& rules, const void* Q, const void* K, const void* V, void* O,
                             float* lse, DType dtype, const AttentionShape& shape, bool causal, float scale,
@@ -344,9 +346,9 @@ inline void check_backward_kernel_dtype(const BackwardRules& rules, bool tensor_
 }
 }  // namespace detail
 
-// Every input check of a backward call: the chosen kernel's dtype, check_forward's checks with
-// that kernel's rules (Q, K, V, O, lse, d, the shape, the scale), then the backward's own (dO
-// and the gradients, the workspace, the deterministic mode where the rules do not offer it).
+// Every input check of a backward call, in this order: the chosen kernel's dtype, the
+// deterministic mode where the rules do not offer it, check_forward's checks with that kernel's
+// rules (Q, K, V, O, lse, d, the shape, the scale), then dO, the gradients and the workspace.
 // tensor_cores: part 3's kernel, else part 2's.
 inline BackwardCall check_backward(const BackwardRules& rules, bool tensor_cores, const void* Q, const void* K,
                                    const void* V, const void* O, const void* dO, const float* lse, void* dQ,

@@ -35,7 +35,7 @@ struct DecodeOptions {
   // from the shape and the number of multiprocessors (choose_num_splits).
   int num_splits = 0;
   // Device memory for the partial results of the splits, at least
-  // split_kv_workspace_bytes(shape, num_splits) bytes, 16-byte aligned. The caller owns it
+  // split_kv_workspace_bytes(shape, dtype, num_splits) bytes, 16-byte aligned. The caller owns it
   // (allocated once, reused by every decoding step): the library never allocates, so it holds
   // no memory pool of its own, a call never waits for a cudaMalloc, and the memory a call uses
   // is known before it runs. CUDA graphs do not need this (a cudaMallocAsync captured in a

@@ -45,7 +45,8 @@ struct PagedCache {
   const int* block_table = nullptr; // device [B, max_pages]: page indices into the pool
   const int* seqlens = nullptr;     // device [B]: each sequence's length, its new rows included
   // Optional host copies of the two arrays above (what a server's scheduler holds anyway). When
-  // given, the call checks them: every length within [0, capacity], every page that a length
+  // given, the call checks them (the block table only together with the lengths, which say how
+  // many of its pages are used): every length within [0, capacity], every page that a length
   // uses within [0, num_pages). The device arrays cannot be checked without a synchronisation;
   // on the device, lengths are clamped into [0, capacity] and page indices are trusted.
   const int* block_table_host = nullptr;
@@ -138,8 +139,8 @@ inline void check_paged_shape(const std::string& where, const PagedShape& s) {
     throw BadInput(where + ": max_pages * page_size must be at most 2^30 keys per sequence");
   if (std::int64_t(s.B) * s.H_kv * ((std::int64_t(s.group()) * s.Nq + kPagedMaxQueryRows - 1) / kPagedMaxQueryRows) >
       65535)
-    throw BadInput(where + ": B * H_kv * ceil(group * Nq / 16) must be <= 65535 (a grid dimension's limit, counted for "
-                           "tiles of 16 packed rows)");
+    throw BadInput(where + ": B * H_kv * ceil(group * Nq / 16) must be <= 65535 (a kernel may give each sequence, KV "
+                           "head and tile of 16 packed rows a row of one grid dimension, whose limit that is)");
 }
 
 // The optional host copies of the block table and the lengths.
@@ -165,7 +166,8 @@ inline void check_paged_metadata(const std::string& where, const PagedShape& s, 
 }
 
 // Every input check of paged_decode; choose_splits() gives the library's split count when
-// num_splits is 0 (called last: it may query the device).
+// num_splits is 0 (called after every check but the workspace's, which needs the count: it may
+// query the device).
 template <typename ChooseSplits>
 PagedCall check_paged_decoding(const void* Q, const PagedCache& cache, void* O, float* lse, DType dtype,
                                const PagedShape& s, const PagedOptions& options, ChooseSplits choose_splits) {

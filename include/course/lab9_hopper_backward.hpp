@@ -1,7 +1,7 @@
 // Lab 9 API (beyond): the attention backward pass on Hopper (sm_90a) -- wgmma for all five
 // products, TMA and mbarrier for the tiles. The same call as lab 7's GPU backward
-// (course/lab7_backward_gpu.hpp): same arguments, same options, same workspace, same results;
-// what differs is listed here.
+// (course/lab7_backward_gpu.hpp): same arguments, same options, same results; the workspace is
+// lab 7's plus the turn counters of the deterministic mode (below). What differs is listed here.
 //
 // Implemented by labs/lab9_hopper_backward/ (you) and solutions/lab9_hopper_backward/.
 // Plain C++ header (no device code): graders and benchmarks compiled by the host compiler call it.

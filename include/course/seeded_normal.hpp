@@ -27,7 +27,8 @@ COURSE_HOST_DEVICE inline std::uint64_t splitmix64(std::uint64_t x) {
 }
 
 // Element i of the stream drawn from `seed`: Box-Muller on two 24-bit uniforms of one hash,
-// u1 in (0, 1) so that log(u1) is finite; never exactly zero in fp32.
+// u1 in (0, 1] (k + 0.5 for the top 24-bit k rounds to 2^24 in fp32): never 0, so log(u1) is
+// finite.
 COURSE_HOST_DEVICE inline float seeded_normal(std::uint64_t seed, std::uint64_t i) {
   constexpr float kTwoPi = 6.2831853f;
   const std::uint64_t h = splitmix64(seed * 0x100000001B3ull + i);

@@ -448,10 +448,10 @@ void flash_attention_backward(const void* Q, const void* K, const void* V, const
                               const float* lse, void* dQ, void* dK, void* dV, DType dtype,
                               const AttentionShape& shape, const BackwardGpuOptions& options) {
   // Input checks (given, course/attention.hpp): the chosen kernel takes the dtype (fp32 or bf16
-  // on CUDA cores, bf16 or fp16 on tensor cores), then check_forward's checks of Q, K, V, O and
-  // lse (non-null, 16-byte aligned, d = 64 or 128, B, H, Nq, Nk >= 1, B * H within the grid, the
-  // scale: 0 means 1/sqrt(d)), then dO, dQ, dK and dV and the workspace's size, and that
-  // options.deterministic is not asked for (lab 9's mode). The checked call carries the
+  // on CUDA cores, bf16 or fp16 on tensor cores) and options.deterministic is not asked for (lab
+  // 9's mode), then check_forward's checks of Q, K, V, O and lse (non-null, 16-byte aligned,
+  // d = 64 or 128, B, H, Nq, Nk >= 1, B * H within the grid, the scale: 0 means 1/sqrt(d)), then
+  // dO, dQ, dK and dV and the workspace's size. The checked call carries the
   // workspace cut into the fp32 dQ accumulator and D.
   const bool tensor_cores = uses_tensor_cores(options.kernel, dtype);
   const BackwardCall call = check_backward(kLab7Rules, tensor_cores, Q, K, V, O, dO, lse, dQ, dK, dV, dtype, shape,
