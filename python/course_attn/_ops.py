@@ -241,13 +241,15 @@ def decode(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_
         (choose_paged_splits).
     check: the lab checks every length (within [0, max_pages * page_size]) and every page that
         a length uses (within the pool) on host copies of block_table and seqlens. CPU tensors are
-        such copies, checked for free; CUDA ones are copied to the host, which waits for the
-        GPU. check=False skips that copy: on the device the lengths are clamped, but the page
-        indices are trusted, and a wrong one reads outside the pool. Pass CPU tensors, or
-        check=False with tables you trust, where the wait matters (a serving loop).
+        such copies (block_table is checked only together with CPU seqlens); CUDA ones are
+        copied to the host. Either way the call waits once for the work queued on the stream (a
+        CPU table's copy to the GPU is PyTorch's blocking copy). check=False with CUDA tables
+        skips every copy: on the device the lengths are clamped, but the page indices are
+        trusted, and a wrong one reads outside the pool. Use it with tables you trust where the
+        wait matters (a serving loop).
 
     Returns (o, lse): o like q, lse [B, H_q, Nq] float32 (natural log). Runs on the current CUDA
-    stream and (without the host copy above) returns without synchronising; o, lse and the
+    stream and (without the copies above) returns without synchronising; o, lse and the
     workspace come from PyTorch's caching allocator. No autograd: decoding is inference, and no
     backward exists for it (o carries no gradient; the cache is written in place).
 

@@ -307,9 +307,10 @@ void check_index_tensor(const at::Tensor& t, const char* name, const at::Tensor&
 }
 
 // An index tensor as the kernels need it (on q's device) and as the lab's checks read it (on the
-// host). A CPU tensor is its own host copy, checked for free and copied to the device; a CUDA one
-// is copied to the host only when `check` asks for it (one synchronisation: the copy waits for
-// the work queued before it, which may be what wrote the table).
+// host). A CPU tensor is its own host copy, copied to the device (a blocking copy: it waits for
+// the work queued on the stream); a CUDA one is copied to the host only when `check` asks for it
+// (one synchronisation: the copy waits for the work queued before it, which may be what wrote
+// the table).
 struct IndexArrays {
   at::Tensor device;
   at::Tensor host;  // undefined when not checked
