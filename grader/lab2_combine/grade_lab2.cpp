@@ -167,8 +167,8 @@ TEST_CASE("block_stats: matches fp64 in every dtype" * grading::points(2)) {
 }
 
 TEST_CASE("block_stats: an empty block (n = 0) is empty_stats" * grading::points(1)) {
-  // The pointer is valid (the block [x, x + 0) of a real row), and its first entry is a decoy:
-  // code that starts from m = x[0] returns it.
+  // The block [x, x + 0) of a real row. The proxy sends its n = 0 entries, and the lab process
+  // receives it as a pointer to a guard page: code that starts from m = x[0] crashes there.
   const Md row = Md::Constant(1, 4, 5.0);
   const course::Matrix<float> rowf = grading::to_storage<float>(row);
   const auto d = course::lab2::block_stats<double>(row.data(), 0);
