@@ -46,6 +46,9 @@
 #     submission's error really breaks its process, so that the test above cannot pass for
 #     want of a broken one.
 
+# A keyword given twice to the functions below stops the configure step (CourseArguments.cmake).
+include(${CMAKE_CURRENT_LIST_DIR}/CourseArguments.cmake)
+
 # Two tiers of seeds. The project's test suite (./course test, CI) grades each solution at seeds
 # 1-8 and each correct variant at seeds 1-4: twenty seeds of lab 3 and lab 7 and their variants
 # were a third of CI's CPU time on 2 cores, and a variant changes one idea of the solution whose
@@ -478,6 +481,7 @@ function(course_planted_bug)
   # SHORT_OF_FULL: the check need only fall short of its full points (partial credit counts as
   # rejected), for a check graded on a sliding scale where partial is the honest grade.
   # ALL_CHECKS: every check is graded, not CHECK and its parent alone (see the top of this file).
+  course_refuse_repeated_keywords("planted bug" "LAB;NAME;FILE;FIND;REPLACE;PATCH;CHECK;MESSAGE" ${ARGV})
   cmake_parse_arguments(PARSE_ARGV 0 P "SHORT_OF_FULL;ALL_CHECKS" "LAB;NAME;FILE;FIND;REPLACE;PATCH;CHECK;MESSAGE" "")
   set(n ${P_LAB})
   set(expectation --fail)
@@ -530,6 +534,7 @@ function(course_planted_bug)
 endfunction()
 
 function(course_correct_variant)
+  course_refuse_repeated_keywords("correct variant" "LAB;NAME;FILE;FIND;REPLACE;PATCH;CHECKS" ${ARGV})
   cmake_parse_arguments(PARSE_ARGV 0 V "" "LAB;NAME;FILE;FIND;REPLACE;PATCH;CHECKS" "")
   set(n ${V_LAB})
   get_property(timeout GLOBAL PROPERTY COURSE_LAB_${n}_TIMEOUT)
@@ -563,6 +568,7 @@ function(course_correct_variant)
 endfunction()
 
 function(course_partial_submission)
+  course_refuse_repeated_keywords("partial submission" "LAB;NAME;FILE;FIND;REPLACE;PATCH;EARNS" ${ARGV})
   cmake_parse_arguments(PARSE_ARGV 0 P "FAILS_IF_PROCESS_KEPT" "LAB;NAME;FILE;FIND;REPLACE;PATCH;EARNS" "")
   set(n ${P_LAB})
   get_property(timeout GLOBAL PROPERTY COURSE_LAB_${n}_TIMEOUT)
