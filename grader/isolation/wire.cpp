@@ -138,8 +138,11 @@ std::string safe_text(const std::string& s, std::size_t max_bytes, bool keep_new
       const bool overlong = (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000);
       const bool surrogate = cp >= 0xD800 && cp <= 0xDFFF;
       const bool c1_control = cp >= 0x80 && cp <= 0x9F;  // includes the 8-bit CSI
+      // U+FFFE and U+FFFF are no characters of XML 1.0 (a junit.xml holding one does not parse),
+      // and U+FDD0-U+FDEF are noncharacters too: dropped, as the C1 controls are.
+      const bool noncharacter = cp == 0xFFFE || cp == 0xFFFF || (cp >= 0xFDD0 && cp <= 0xFDEF);
       ok = !overlong && !surrogate && cp <= 0x10FFFF;
-      if (ok && !c1_control) out.append(s, i, len);
+      if (ok && !c1_control && !noncharacter) out.append(s, i, len);
       if (ok) {
         i += len;
         continue;

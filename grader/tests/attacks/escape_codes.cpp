@@ -1,7 +1,7 @@
-// what: throws a message with invalid UTF-8, terminal escape codes (clear screen, colours, window title), a bell and 200 KB of text
+// what: throws a message with invalid UTF-8, the noncharacters U+FFFE and U+FFFF (XML 1.0 forbids them), terminal escape codes (clear screen, colours, window title), a bell and 200 KB of text
 // expect: no points
 // --- top
 #include <stdexcept>
 #include <string>
 // --- body
-throw std::runtime_error(std::string("\xff\xfe\xc0\xaf bad \x1b[2J\x1b[31mALL CHECKS PASSED\x1b[0m\x07\x1b]0;title\x07 \x9b" "31m <tag>&amp;\"'") + std::string(200000, 'A'));
+throw std::runtime_error(std::string("\xff\xfe\xc0\xaf bad \xef\xbf\xbf\xef\xbf\xbe \x1b[2J\x1b[31mALL CHECKS PASSED\x1b[0m\x07\x1b]0;title\x07 \x9b" "31m <tag>&amp;\"'") + std::string(200000, 'A'));
