@@ -170,6 +170,7 @@ std::string reachable_copy(const std::string& binary, std::string& copy_path) {
   copy_path = std::string(dir.data()) + "/" + binary.substr(binary.rfind('/') + 1);
   std::ifstream in(binary, std::ios::binary);
   const int fd = open(copy_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+  if (fd >= 0) fchmod(fd, 0755);  // whatever the umask: the lab's user must be able to run it
   bool copied = in && fd >= 0;
   char buffer[1 << 16];
   while (copied && in.read(buffer, sizeof buffer).gcount() > 0) {
@@ -220,15 +221,25 @@ struct Launch {
 
 // Everything between fork and exec: only async-signal-safe calls.
 [[noreturn]] void become_lab_process(const Launch& l, int request_fd, int reply_fd, int log_fd) {
+  const pid_t grader = getppid();
   setsid();                          // its own session and process group
-  prctl(PR_SET_PDEATHSIG, SIGKILL);  // dies with the grader
+  prctl(PR_SET_PDEATHSIG, SIGKILL);  // dies with the grader (set again below if the user changes)
   const int devnull = open("/dev/null", O_RDONLY);
+  if (devnull < 0) _exit(127);
   // Move the four descriptors above the target numbers first, so that no dup2 clobbers another.
+  // Any failure ends the child: a descriptor left in place could be one of the grader's (its
+  // results pipe is 3 in the grader), which the lab must never hold.
   const int sources[5] = {devnull, log_fd, log_fd, request_fd, reply_fd};
   int high[5];
-  for (int i = 0; i < 5; ++i) high[i] = fcntl(sources[i], F_DUPFD, 64);
-  for (int i = 0; i < 5; ++i) dup2(high[i], i);
-  for (int fd = 5; fd < 4096; ++fd) close(fd);
+  for (int i = 0; i < 5; ++i)
+    if ((high[i] = fcntl(sources[i], F_DUPFD, 64)) < 0) _exit(127);
+  for (int i = 0; i < 5; ++i)
+    if (dup2(high[i], i) != i) _exit(127);
+  // Everything from 5 up closed: close_range where the kernel has it (Linux 5.9), else a loop.
+#ifdef SYS_close_range
+  if (syscall(SYS_close_range, 5u, ~0u, 0u) != 0)
+#endif
+    for (int fd = 5; fd < 4096; ++fd) close(fd);
   // The program is run through kExecFd, opened now (while the grader's user can read it), above
   // the limit on open files set below: the filter allows running a program through that
   // descriptor alone, which the lab process can never hold again (it closes on the lab's exec,
@@ -259,6 +270,10 @@ struct Launch {
   sigprocmask(SIG_SETMASK, &none, nullptr);
   if (l.drop_privileges) {
     if (!become_user(l.uid)) _exit(126);
+    // A change of user clears the parent-death signal: set it again, and end here if the grader
+    // died before it was set.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != grader) _exit(126);
   }
   if (sandboxed) {
     execve(l.sandbox_argv[0], l.sandbox_argv, l.envp);
@@ -373,8 +388,12 @@ void LabProcess::start() {
     throw LabFailure(who_ + " was not built, so it cannot run" +
                      (binary_.empty() ? std::string() : " (no program at " + binary_ + ")"));
   int request[2], reply[2];
-  if (pipe2(request, O_CLOEXEC) != 0 || pipe2(reply, O_CLOEXEC) != 0)
-    throw LabFailure(std::string("cannot make pipes: ") + std::strerror(errno));
+  if (pipe2(request, O_CLOEXEC) != 0) throw LabFailure(std::string("cannot make pipes: ") + std::strerror(errno));
+  if (pipe2(reply, O_CLOEXEC) != 0) {
+    const int error = errno;
+    close(request[0]), close(request[1]);
+    throw LabFailure(std::string("cannot make pipes: ") + std::strerror(error));
+  }
   const int log_fd = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   const bool drop = geteuid() == 0 && env_or("COURSE_DROP_PRIVILEGES", "1") != "0";
   const uid_t uid = uid_t(env_long("COURSE_LAB_UID", 65534));
@@ -469,7 +488,12 @@ void LabProcess::start() {
                       !namespaced_ && !tool_.empty() ? tool_argv.data() : nullptr,
                       launcher_path().c_str(), envp.data()};
   const pid_t pid = fork();
-  if (pid < 0) throw LabFailure(std::string("cannot fork: ") + std::strerror(errno));
+  if (pid < 0) {
+    const int error = errno;
+    for (int fd : {request[0], request[1], reply[0], reply[1], log_fd})
+      if (fd >= 0) close(fd);
+    throw LabFailure(std::string("cannot fork: ") + std::strerror(error));
+  }
   if (pid == 0) become_lab_process(launch, request[0], reply[1], log_fd < 0 ? 2 : log_fd);
   close(request[0]);
   close(reply[1]);
