@@ -20,6 +20,12 @@ namespace isolation {
 #ifdef COURSE_HAVE_SECCOMP
 
 namespace {
+// fchmodat2 (Linux 6.6) is newer than some system headers; x86-64's number.
+#ifdef SYS_fchmodat2
+constexpr int kSysFchmodat2 = SYS_fchmodat2;
+#else
+constexpr int kSysFchmodat2 = 452;
+#endif
 sock_filter allow() { return BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW); }
 sock_filter jump_if_equal(std::uint32_t k, unsigned char if_true, unsigned char if_false) {
   return BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, k, if_true, if_false);
@@ -151,8 +157,9 @@ SeccompProgram::SeccompProgram(const FilterRules& rules) : trace_(rules.trace) {
   // A signal on I/O, sent to a process it names.
   refuse_if_any_equal(SYS_fcntl, 1, {unsigned(F_SETOWN), unsigned(F_SETSIG), unsigned(F_SETOWN_EX)});
   for (long nr : {SYS_shmget, SYS_shmat, SYS_shmctl, SYS_shmdt, SYS_semget, SYS_semop, SYS_semctl,
-                  SYS_semtimedop, SYS_msgget, SYS_msgsnd, SYS_msgrcv, SYS_msgctl})
-    refuse(nr, EPERM);  // SysV IPC objects outlive the process and are shared by its user
+                  SYS_semtimedop, SYS_msgget, SYS_msgsnd, SYS_msgrcv, SYS_msgctl, SYS_mq_open,
+                  SYS_mq_unlink})
+    refuse(nr, EPERM);  // SysV IPC and POSIX message queues outlive the process, shared by its user
   // Dumpable again would open its memory (/proc/pid/mem) to every process of its user.
   code_.push_back(jump_if_equal(SYS_prctl, 0, 6));
   load(arg_low(0));
@@ -166,8 +173,9 @@ SeccompProgram::SeccompProgram(const FilterRules& rules) : trace_(rules.trace) {
                   SYS_rmdir, SYS_mkdir, SYS_mkdirat, SYS_link, SYS_linkat, SYS_symlink,
                   SYS_symlinkat, SYS_truncate, SYS_chmod, SYS_fchmodat, SYS_chown, SYS_lchown,
                   SYS_fchownat, SYS_utimensat, SYS_utimes, SYS_utime, SYS_futimesat, SYS_openat2,
-                  SYS_socket, SYS_socketpair})
-    refuse(nr, EPERM);
+                  SYS_socket, SYS_socketpair, SYS_fchmod, SYS_fchown, kSysFchmodat2, SYS_setxattr,
+                  SYS_lsetxattr, SYS_fsetxattr, SYS_removexattr, SYS_lremovexattr, SYS_fremovexattr})
+    refuse(nr, EPERM);  // (fchmod and fchown change a file through a descriptor opened to read)
   const unsigned write_flags = O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND;
   refuse_if_flags(SYS_open, 1, write_flags);
   refuse_if_flags(SYS_openat, 2, write_flags);

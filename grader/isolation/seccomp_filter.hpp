@@ -13,9 +13,11 @@
 //     never hold: kExecFd, above the lab process's limit on open files);
 //   - touching other processes: kill/tgkill of anyone but itself, ptrace, process_vm_*, pidfd_*,
 //     and in CPU labs prlimit/sched_set*/setpriority on anyone but itself, setting resource
-//     limits at all, asking for signals on a descriptor (fcntl F_SETOWN/F_SETSIG), SysV IPC, and
-//     making itself dumpable again;
-//   - in CPU labs, writing files and the network; GPU labs keep both, which the CUDA driver needs;
+//     limits at all, asking for signals on a descriptor (fcntl F_SETOWN/F_SETSIG), SysV IPC and
+//     POSIX message queues, and making itself dumpable again;
+//   - in CPU labs, writing files (opening to write, and changing a file's mode, owner or extended
+//     attributes, by path or by descriptor) and the network; GPU labs keep both, which the CUDA
+//     driver needs;
 //   - kernel interfaces that bypass the filter or reach beyond the process (io_uring, bpf, mount,
 //     namespaces, perf events, userfaultfd).
 // A refused call fails with EPERM (as on a locked-down system); it does not kill the process.

@@ -8,6 +8,8 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/shm.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -36,7 +38,7 @@ void allowed(long result, const char* what) { expect(result != -1, std::string("
 
 void* thread_body(void*) { return nullptr; }
 
-int run_checks(pid_t parent) {
+int run_checks(pid_t parent, int scratch_fd) {
   // What a lab needs.
   allowed(open("/proc/self/status", O_RDONLY), "open for reading");
   allowed(fcntl(1, F_GETFL), "fcntl F_GETFL");
@@ -73,6 +75,12 @@ int run_checks(pid_t parent) {
   refused(shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0600), "SysV shmget");
   refused(prctl(PR_SET_DUMPABLE, 1, 0, 0, 0), "prctl PR_SET_DUMPABLE 1");
   refused(syscall(SYS_process_vm_readv, parent, nullptr, 0, nullptr, 0, 0), "process_vm_readv");
+  // A file's mode, owner or attributes changed through a descriptor opened to read (the test's own
+  // scratch file), and a POSIX message queue (a name that does not exist: unfiltered, ENOENT).
+  refused(fchmod(scratch_fd, 0), "fchmod");
+  refused(fchown(scratch_fd, 0, 0), "fchown");
+  refused(fsetxattr(scratch_fd, "user.course", "x", 1, 0), "fsetxattr");
+  refused(syscall(SYS_mq_open, "course-filter-test-none", O_RDONLY, 0, nullptr), "mq_open");
   return failures;
 }
 
@@ -86,6 +94,12 @@ int main() {
     return 77;
   }
   const pid_t parent = getpid();
+  char scratch[] = "/tmp/course-filter-test-XXXXXX";
+  const int scratch_fd = mkstemp(scratch);
+  if (scratch_fd < 0) {
+    std::printf("FAIL no scratch file\n");
+    return 1;
+  }
   isolation::SeccompProgram filter({/*gpu=*/false, /*trace=*/false, /*allow_exec_fd=*/true});
   const pid_t child = fork();
   if (child == 0) {
@@ -98,10 +112,12 @@ int main() {
         _exit(1);
       }
     }
-    _exit(run_checks(parent) == 0 ? 0 : 1);
+    _exit(run_checks(parent, scratch_fd) == 0 ? 0 : 1);
   }
   int status = 0;
   waitpid(child, &status, 0);
+  close(scratch_fd);
+  unlink(scratch);
   const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
   std::printf("%s\n", ok ? "the CPU lab filter refuses and allows what it should" : "the CPU lab filter is not as it should be");
   return ok ? 0 : 1;
