@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <stdexcept>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -394,12 +395,17 @@ int gradebook(const Args& a) {
 
 int main(int argc, char** argv) {
   const Args a = parse(argc, argv);
-  if (a.mode == "list") return list(a);
-  if (a.mode == "grade") {
-    if (a.manifest.empty()) usage("grade needs --manifest");
-    return grade(a);
+  try {
+    if (a.mode == "list") return list(a);
+    if (a.mode == "grade") {
+      if (a.manifest.empty()) usage("grade needs --manifest");
+      return grade(a);
+    }
+    if (a.mode == "expect") return expect(a);
+    if (a.mode == "gradebook") return gradebook(a);
+  } catch (const std::runtime_error& e) {  // a results file that could not be written
+    std::fprintf(stderr, "[course] error: %s\n", e.what());
+    return 2;
   }
-  if (a.mode == "expect") return expect(a);
-  if (a.mode == "gradebook") return gradebook(a);
   usage("unknown mode '" + a.mode + "'");
 }

@@ -1,8 +1,11 @@
 #include "report.hpp"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 namespace runner {
 
@@ -91,11 +94,19 @@ std::string one_field(std::string s) {
 
 void write_atomically(const std::string& path, const std::string& content) {
   const std::string tmp = path + ".tmp";
+  bool written = false;
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     out << content;
+    out.close();
+    written = !out.fail();
   }
-  std::rename(tmp.c_str(), path.c_str());
+  // A full disk leaves a short temporary file: it must not replace the last whole one.
+  if (!written || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    std::remove(tmp.c_str());
+    throw std::runtime_error("cannot write " + path + " (" + why + ")");
+  }
 }
 
 void print_scoreboard(const std::vector<LabResult>& labs, bool verbose, const std::string& seed) {

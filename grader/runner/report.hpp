@@ -13,7 +13,8 @@ namespace runner {
 void print_scoreboard(const std::vector<LabResult>& labs, bool verbose, const std::string& seed);
 
 // Each file is written whole to a temporary name and renamed into place, so a reader never sees
-// half a file.
+// half a file; a write that fails (a full disk) throws std::runtime_error and leaves the last
+// whole file in place.
 void write_results_json(const std::vector<LabResult>& labs, const std::string& path, const std::string& seed);
 void write_junit(const std::vector<LabResult>& labs, const std::string& path);
 void write_scores_tsv(const std::vector<LabResult>& labs, const std::string& path);
