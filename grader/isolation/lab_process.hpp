@@ -9,11 +9,18 @@
 //   - with resource limits: CPU seconds, address space (CPU labs), file size (its log), no core
 //     dumps, few open files;
 //   - as user "nobody" (or COURSE_LAB_UID) when the grader runs as root;
-//   - under the system-call filter of seccomp_filter.hpp from its first instruction (CPU labs),
-//     installed by the launcher in the sandbox or by the grader's child without one (no new
-//     processes, no programs, no signals to others, no file writes);
-//   - with an empty environment, its own scratch directory as working directory, and only four
-//     descriptors: /dev/null, its log (stdout and stderr), the request pipe and the reply pipe.
+//   - under the system-call filter of seccomp_filter.hpp from its first instruction, installed by
+//     the launcher in the sandbox or by the grader's child without one (no new processes, no
+//     programs, no signals to others; in CPU labs also no file writes and no network, which GPU
+//     labs keep for the CUDA driver), except under a COURSE_LAB_TOOL without namespaces;
+//   - with an environment of its own making (PATH, LC_ALL, CUDA_CACHE_DISABLE and the few
+//     variables the lab's runtime needs, nothing of the grader's), its own scratch directory as
+//     working directory, and only four descriptors: /dev/null, its log (stdout and stderr), the
+//     request pipe and the reply pipe.
+// Without bubblewrap's namespaces (COURSE_SANDBOX=filter, or where bubblewrap cannot make them:
+// inside many containers) a GPU lab's filter keeps prlimit, sched_set* and setpriority on other
+// processes of its user, and every lab process runs as that one user: GPU labs are best graded
+// with the namespaces. No limit is set on the number of threads (a lab can take many PIDs).
 // A call that crashes, hangs past its time limit, replies nonsense or ends in an error that
 // leaves the process unfit (worker.hpp: any exception but course::BadInput and
 // course::NotImplemented in a CPU lab; in a GPU lab, one that leaves its CUDA context broken)
