@@ -164,10 +164,13 @@ LabResult grade(const GradeRequest& r) {
   }
   bool unfinished = !running.empty();
   for (const auto& c : lab.checks) unfinished |= c.status == "not run";
-  // A crash signal (not the runner's own kill at a time limit): doctest reports the end of the
-  // check it crashed in before the process dies, so that check is to blame. A time limit or an
-  // early exit between two checks blames none: the one that ended last had ended, passed or not.
-  if (run.signal && !run.timed_out && running.empty()) running = last_ended;
+  // A crash: doctest reports the end of the check it crashed in, as a failure, before the process
+  // dies (by the signal, or by an exit under a sanitizer), so that check is to blame. A check
+  // that ended without failing is never blamed: the process ended after it (a time limit or an
+  // exit between two checks), and its result stands.
+  bool last_failed = false;
+  for (const auto& c : lab.checks) last_failed |= c.name == last_ended && c.status == "fail";
+  if ((run.signal || unfinished) && running.empty() && last_failed) running = last_ended;
   std::string what;
   if (run.timed_out) what = "timed out after " + std::to_string(int(r.timeout_s)) + " s";
   else if (run.signal) what = std::string("crashed (") + strsignal(run.signal) + ")";
