@@ -25,12 +25,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <stdexcept>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -403,7 +403,7 @@ int main(int argc, char** argv) {
     }
     if (a.mode == "expect") return expect(a);
     if (a.mode == "gradebook") return gradebook(a);
-  } catch (const std::runtime_error& e) {  // a results file that could not be written
+  } catch (const std::runtime_error& e) {  // a results file that could not be written, say
     std::fprintf(stderr, "[course] error: %s\n", e.what());
     return 2;
   }
