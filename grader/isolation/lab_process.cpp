@@ -452,7 +452,11 @@ void LabProcess::start() {
   sandbox_argv.push_back(nullptr);
   std::vector<std::string> tool_args = tool_;
   std::string program = binary_;
-  if (!namespaced_ && !tool_.empty() && drop) {
+  // A tool run as the lab's user must reach the program: without namespaces it runs it by path,
+  // and bubblewrap resolves the path behind the descriptor it binds. A build in a folder only the
+  // grader's user may enter (a clone under a private mktemp -d, or /root) is out of reach, so the
+  // program is copied where that user can reach it, and run from the copy.
+  if (!tool_.empty() && drop) {
     remove_copy(program_copy_dir_);
     program_copy_dir_ = reachable_copy(binary_, program);
     if (program_copy_dir_.empty()) {
@@ -483,7 +487,7 @@ void LabProcess::start() {
   envp.push_back(nullptr);
 
   const std::string& start_in = program_copy_dir_.empty() ? scratch_ : program_copy_dir_;
-  const Launch launch{binary_.c_str(), start_in.c_str(), drop, uid, cpu, memory_mb, filter.get(),
+  const Launch launch{program.c_str(), start_in.c_str(), drop, uid, cpu, memory_mb, filter.get(),
                       namespaced_ ? sandbox_argv.data() : nullptr,
                       !namespaced_ && !tool_.empty() ? tool_argv.data() : nullptr,
                       launcher_path().c_str(), envp.data()};

@@ -15,8 +15,13 @@ if [ "$(id -u)" != 0 ]; then
   exit 77
 fi
 private=$(mktemp -d)
-trap 'rm -rf "$private"' EXIT
+# The stand-in tool where the lab's user can run it, as a real one (a toolkit under /usr/local) is,
+# whatever the modes of the folders above this checkout.
+tools=$(mktemp -d)
+trap 'rm -rf "$private" "$tools"' EXIT
 chmod 700 "$private"
+chmod 755 "$tools"
+cp "$(dirname "$0")/tool_needing_its_folder.sh" "$tools/"
 cp "$worker" "$private/"
 # What graders killed with SIGKILL leave behind, which the next grader removes: a copy folder
 # named for a PID that no process has. Beside it two that must stay: one of a grader still
@@ -26,11 +31,11 @@ wait "$dead"
 orphan=/tmp/course-lab-program-$dead-orphan
 live=/tmp/course-lab-program-$$-live
 foreign=/tmp/course-lab-program-$dead-foreign
-trap 'rm -rf "$private" "$orphan" "$live" "$foreign"' EXIT
+trap 'rm -rf "$private" "$tools" "$orphan" "$live" "$foreign"' EXIT
 for d in "$orphan" "$live" "$foreign"; do mkdir "$d" && touch "$d/lab1_worker_solution"; done
 chown -R 65534 "$foreign"
 before=$(find /tmp -maxdepth 1 -name "course-lab-program-*" | wc -l)
-COURSE_SANDBOX=filter COURSE_LAB_TOOL="$(dirname "$0")/tool_needing_its_folder.sh" COURSE_LOG_LIMIT=65536 \
+COURSE_SANDBOX=filter COURSE_LAB_TOOL="$tools/tool_needing_its_folder.sh" COURSE_LOG_LIMIT=65536 \
   "$runner" expect --binary "$grader" --worker "$private/$(basename "$worker")" --full-marks --seeds 1-1
 after=$(find /tmp -maxdepth 1 -name "course-lab-program-*" | wc -l)
 if [ -e "$orphan" ]; then
