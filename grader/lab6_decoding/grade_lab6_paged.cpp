@@ -331,6 +331,10 @@ TEST_CASE("paged: GQA groups 1 (MHA), 4, 8 and MQA, one read of K/V per group" *
     check(paged(dtype, 2, 32, 1, 1, 128, 16, {450, 129}));        // MQA, 32 heads
     check(paged(dtype, 1, 8, 1, 8, 64, 32, {333}, true, 3));      // MQA, 8 heads, Nq = 8: 64 rows
   }
+  // 4096 output rows (8 sequences, 32 query heads, Nq = 16; 128 packed rows per KV head: two
+  // tiles of 64): more rows than a GPU holds merge CTAs of one row at once, so the merge packs
+  // several rows into a CTA.
+  check(paged(DType::bf16, 8, 32, 4, 16, 64, 16, {100, 37, 64, 16, 200, 17, 90, 129}, true, 2));
 }
 
 TEST_CASE("paged: Nq = 1, 4 and 16 new rows, causal bottom-right with each sequence's length" *

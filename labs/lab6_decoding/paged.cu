@@ -136,6 +136,7 @@ struct PagedMergeParams {
   int rows;
   int num_splits;
   int d;
+  int rows_per_cta;  // 1, 2 or 4 (launch_paged_merge): kMergeThreads / rows_per_cta threads a row
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -214,6 +215,20 @@ __device__ __forceinline__ void copy_kv_tile(T* k_s, T* v_s, const int (&pages)[
   // TODO: copy_kv_tile (cp.async of this thread's pieces of K and V; see the lab README)
 }
 
+// Lines 12-13 for a warp that holds whole rows (its row block's only warp): this lane's two rows
+// g and g + 8, its columns 8j + 2t and 8j + 2t + 1 of each n = 8 block of O, divided by l, go to
+// the row's place in the workspace; lane t = 0 of each row writes LSE_s. Padding rows are not
+// written.
+template <int D>
+__device__ __forceinline__ void write_partials_from_registers(const PagedParams& p, const float (&m)[2], float (&l)[2],
+                                                              const float (&o)[D / 8][4], int b, int h0, int row0,
+                                                              int block, int tile_rows, int split, int lane) {
+  // TODO: write_partials_from_registers (lines 12-13 for a row block of one warp; see the lab README)
+  // Sum each of the lane's two rows' l over the 4 lanes that hold the row, then write O / l and
+  // LSE_s = (m + log2 l) ln 2 where the shared-memory path below writes them (the same row of the
+  // workspace; 0 and -inf for a row with no key). Padding rows (r >= tile_rows) are not written.
+}
+
 // ---------------------------------------------------------------------------------------------
 // The split kernel. Grid: x the split, y the (sequence, group of heads_per_cta query heads: one KV
 // head), z the tile of up to 64 of those heads' packed rows (see launch_paged).
@@ -242,6 +257,8 @@ __global__ void __launch_bounds__(kThreads, 2) paged_split_kernel(const PagedPar
     // reference: exp2(-inf - 0) = 0, never -inf - (-inf).
     // Line 12: O += P V. The accumulators of S, exponentiated and rounded to T, are P's A
     // fragments (lab 5's "P in registers"); l adds P before rounding, in fp32.
+  // With one warp per row block (kSlices == 1, R > 32) there is nothing to combine: lines 12-13
+  // straight from the registers, without the round trip through shared memory below.
   // Line 11's combine across the warps of a row block (their slices of the keys): each warp
   // writes its (m, l, O) to shared memory, in the ring (no copy is in flight any more).
   // Lines 12-13 for this chunk: the partial O_s (divided by l once) and LSE_s of each packed
@@ -250,19 +267,25 @@ __global__ void __launch_bounds__(kThreads, 2) paged_split_kernel(const PagedPar
 }
 
 // ---------------------------------------------------------------------------------------------
-// The merge (given): part 1's kernel 2, for bf16 and fp16 output. One CTA of kMergeThreads per
-// row; thread t adds column t % d of every (kMergeThreads / d)-th split, so that a row's loads are
-// in flight together, and the classes of splits are summed in shared memory.
+// The merge (given): part 1's kernel 2, for bf16 and fp16 output, with rows_per_cta rows to a CTA
+// of kMergeThreads (1 as part 1: a row's loads spread over all 512 threads; more where there are
+// so many rows that one per CTA would take several waves). Thread t of a row adds column t % d of
+// every (threads_per_row / d)-th split, so that a row's loads are in flight together, and the
+// classes of splits are summed in shared memory.
 
 template <typename T>
 __global__ void __launch_bounds__(kMergeThreads) paged_merge_kernel(const PagedMergeParams p) {
   constexpr float kNegInf = -INFINITY;
   __shared__ float class_sum[kMergeThreads];
   wait_for_previous_grid();  // the split kernel's partial results are complete and visible
-  const std::int64_t row = blockIdx.x;
   const int tid = static_cast<int>(threadIdx.x);
+  const int threads_per_row = kMergeThreads / p.rows_per_cta;  // whole warps: a warp serves one row
+  const int first = (tid / threads_per_row) * threads_per_row;  // this row's first thread
+  const int rt = tid - first;                                   // this thread's place in its row
+  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * p.rows_per_cta + tid / threads_per_row;
+  const bool valid = row < p.rows;  // the last CTA's rows past the end only take part in the barrier
   const int lane = tid % 32;
-  const float* lse_s = p.lse_partial + row;
+  const float* lse_s = p.lse_partial + (valid ? row : 0);
   float m = kNegInf;
   for (int s = lane; s < p.num_splits; s += 32) m = fmaxf(m, lse_s[std::int64_t(s) * p.rows]);
   m = group_max<32>(m);
@@ -272,23 +295,23 @@ __global__ void __launch_bounds__(kMergeThreads) paged_merge_kernel(const PagedM
   sum = group_sum<32>(sum);
   const float lse = (m == kNegInf) ? kNegInf : m_ref + logf(sum);
   const float inv_sum = (sum > 0.0f) ? 1.0f / sum : 0.0f;
-  const int classes = kMergeThreads / p.d;
-  const int col = tid % p.d;
+  const int classes = threads_per_row / p.d;
+  const int col = rt % p.d;
   float acc = 0.0f;
-  if (tid < classes * p.d) {
+  if (valid && rt < classes * p.d) {
 #pragma unroll 4
-    for (int s = tid / p.d; s < p.num_splits; s += classes) {
+    for (int s = rt / p.d; s < p.num_splits; s += classes) {
       const float w = expf(lse_s[std::int64_t(s) * p.rows] - m_ref) * inv_sum;
       acc = fmaf(w, p.o_partial[(std::int64_t(s) * p.rows + row) * p.d + col], acc);
     }
   }
   class_sum[tid] = acc;
   __syncthreads();
-  if (tid < p.d) {
-    for (int c = 1; c < classes; ++c) acc += class_sum[c * p.d + tid];
-    store_one(static_cast<T*>(p.o) + row * p.d + tid, acc);
+  if (valid && rt < p.d) {
+    for (int c = 1; c < classes; ++c) acc += class_sum[first + c * p.d + rt];
+    store_one(static_cast<T*>(p.o) + row * p.d + rt, acc);
   }
-  if (tid == 0) p.lse[row] = lse;
+  if (valid && rt == 0) p.lse[row] = lse;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -346,12 +369,28 @@ void launch_paged_for_dtype(const PagedParams& params, int d, int B, cudaStream_
   }
 }
 
+// Rows per merge CTA: 1, unless the GPU cannot hold a CTA per row at once; then 2 or 4 (a row's
+// threads must still cover its d columns), so that the merge runs in one wave where it can.
 template <typename T>
-void launch_paged_merge(const PagedMergeParams& params, cudaStream_t stream) {
-  // One CTA per row, scheduled while the split kernel's last CTAs run (sm_90 and up): its launch
-  // hides behind them.
-  launch_after_previous(paged_merge_kernel<T>, dim3(static_cast<unsigned>(params.rows)), dim3(kMergeThreads), stream,
-                        params, "paged_merge_kernel launch");
+int merge_rows_per_cta(int rows, int d) {
+  int per_sm = 0;
+  check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, paged_merge_kernel<T>, kMergeThreads, 0),
+             "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  const std::int64_t resident = std::int64_t(std::max(per_sm, 1)) * multiprocessor_count();
+  int rows_per_cta = 1;
+  while (rows_per_cta < 4 && kMergeThreads / (2 * rows_per_cta) >= d &&
+         (rows + rows_per_cta - 1) / rows_per_cta > resident)
+    rows_per_cta *= 2;
+  return rows_per_cta;
+}
+
+template <typename T>
+void launch_paged_merge(PagedMergeParams params, cudaStream_t stream) {
+  // Scheduled while the split kernel's last CTAs run (sm_90 and up): its launch hides behind them.
+  params.rows_per_cta = merge_rows_per_cta<T>(params.rows, params.d);
+  const unsigned ctas = static_cast<unsigned>((params.rows + params.rows_per_cta - 1) / params.rows_per_cta);
+  launch_after_previous(paged_merge_kernel<T>, dim3(ctas), dim3(kMergeThreads), stream, params,
+                        "paged_merge_kernel launch");
 }
 
 // CTAs of the split kernel that fit on one SM (shared memory and registers decide).
@@ -437,7 +476,7 @@ void paged_decode(const void* Q, const PagedCache& cache, void* O, float* lse, D
   params.rows = call.rows;
   params.causal = call.causal;
   params.scale_log2 = call.scale_log2;
-  [[maybe_unused]] const PagedMergeParams merge{call.o_partial, call.lse_partial, call.o, call.lse, call.rows, call.num_splits, call.d};
+  [[maybe_unused]] const PagedMergeParams merge{call.o_partial, call.lse_partial, call.o, call.lse, call.rows, call.num_splits, call.d, 1};
 
   // TODO: paged_decode (see the lab README)
   // The split kernel (launch_paged_for_dtype<__nv_bfloat16> or <__half>), then the merge

@@ -136,6 +136,7 @@ struct PagedMergeParams {
   int rows;
   int num_splits;
   int d;
+  int rows_per_cta;  // 1, 2 or 4 (launch_paged_merge): kMergeThreads / rows_per_cta threads a row
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -241,6 +242,41 @@ __device__ __forceinline__ void copy_kv_tile(T* k_s, T* v_s, const int (&pages)[
     const int to = tile_offset<D, true>(row, col);
     cp_async_16(smem_address(k_s + to), k_pool + at, valid);
     cp_async_16(smem_address(v_s + to), v_pool + at, valid);
+  }
+  // END SOLUTION
+}
+
+// Lines 12-13 for a warp that holds whole rows (its row block's only warp): this lane's two rows
+// g and g + 8, its columns 8j + 2t and 8j + 2t + 1 of each n = 8 block of O, divided by l, go to
+// the row's place in the workspace; lane t = 0 of each row writes LSE_s. Padding rows are not
+// written.
+template <int D>
+__device__ __forceinline__ void write_partials_from_registers(const PagedParams& p, const float (&m)[2], float (&l)[2],
+                                                              const float (&o)[D / 8][4], int b, int h0, int row0,
+                                                              int block, int tile_rows, int split, int lane) {
+  // BEGIN SOLUTION write_partials_from_registers device lines 12-13 for a row block of one warp
+  //! Sum each of the lane's two rows' l over the 4 lanes that hold the row, then write O / l and
+  //! LSE_s = (m + log2 l) ln 2 where the shared-memory path below writes them (the same row of the
+  //! workspace; 0 and -inf for a row with no key). Padding rows (r >= tile_rows) are not written.
+  constexpr float kNegInf = -INFINITY;
+  const int g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);  // the row's sum over its 4 lanes
+    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
+    const int r = block * kBlockRows + g + 8 * h;
+    if (r >= tile_rows) continue;
+    int head, query;
+    unpack_row(row0 + r, p.nq, p.heads_per_cta, head, query);
+    const std::int64_t row = static_cast<std::int64_t>(split) * p.rows +
+                             (static_cast<std::int64_t>(b) * p.h_q + h0 + head) * p.nq + query;
+    float* out = p.o_partial + row * D + 2 * t;
+#pragma unroll
+    for (int j = 0; j < D / 8; ++j) {
+      const float2 v = (l[h] > 0.0f) ? make_float2(o[j][2 * h] / l[h], o[j][2 * h + 1] / l[h]) : make_float2(0.0f, 0.0f);
+      *reinterpret_cast<float2*>(out + 8 * j) = v;
+    }
+    if (t == 0) p.lse_partial[row] = (l[h] > 0.0f) ? (m[h] + log2f(l[h])) * kLn2F : kNegInf;
   }
   // END SOLUTION
 }
@@ -415,6 +451,12 @@ __global__ void __launch_bounds__(kThreads, 2) paged_split_kernel(const PagedPar
     }
   }
 
+  //! With one warp per row block (kSlices == 1, R > 32) there is nothing to combine: lines 12-13
+  //! straight from the registers, without the round trip through shared memory below.
+  if constexpr (Cfg::kSlices == 1) {
+    write_partials_from_registers<D>(p, m, l, o, b, h0, row0, block, tile_rows, split, lane);
+    return;
+  }
   //! Line 11's combine across the warps of a row block (their slices of the keys): each warp
   //! writes its (m, l, O) to shared memory, in the ring (no copy is in flight any more).
   cp_async_wait<0>();
@@ -467,19 +509,25 @@ __global__ void __launch_bounds__(kThreads, 2) paged_split_kernel(const PagedPar
 }
 
 // ---------------------------------------------------------------------------------------------
-// The merge (given): part 1's kernel 2, for bf16 and fp16 output. One CTA of kMergeThreads per
-// row; thread t adds column t % d of every (kMergeThreads / d)-th split, so that a row's loads are
-// in flight together, and the classes of splits are summed in shared memory.
+// The merge (given): part 1's kernel 2, for bf16 and fp16 output, with rows_per_cta rows to a CTA
+// of kMergeThreads (1 as part 1: a row's loads spread over all 512 threads; more where there are
+// so many rows that one per CTA would take several waves). Thread t of a row adds column t % d of
+// every (threads_per_row / d)-th split, so that a row's loads are in flight together, and the
+// classes of splits are summed in shared memory.
 
 template <typename T>
 __global__ void __launch_bounds__(kMergeThreads) paged_merge_kernel(const PagedMergeParams p) {
   constexpr float kNegInf = -INFINITY;
   __shared__ float class_sum[kMergeThreads];
   wait_for_previous_grid();  // the split kernel's partial results are complete and visible
-  const std::int64_t row = blockIdx.x;
   const int tid = static_cast<int>(threadIdx.x);
+  const int threads_per_row = kMergeThreads / p.rows_per_cta;  // whole warps: a warp serves one row
+  const int first = (tid / threads_per_row) * threads_per_row;  // this row's first thread
+  const int rt = tid - first;                                   // this thread's place in its row
+  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * p.rows_per_cta + tid / threads_per_row;
+  const bool valid = row < p.rows;  // the last CTA's rows past the end only take part in the barrier
   const int lane = tid % 32;
-  const float* lse_s = p.lse_partial + row;
+  const float* lse_s = p.lse_partial + (valid ? row : 0);
   float m = kNegInf;
   for (int s = lane; s < p.num_splits; s += 32) m = fmaxf(m, lse_s[std::int64_t(s) * p.rows]);
   m = group_max<32>(m);
@@ -489,23 +537,23 @@ __global__ void __launch_bounds__(kMergeThreads) paged_merge_kernel(const PagedM
   sum = group_sum<32>(sum);
   const float lse = (m == kNegInf) ? kNegInf : m_ref + logf(sum);
   const float inv_sum = (sum > 0.0f) ? 1.0f / sum : 0.0f;
-  const int classes = kMergeThreads / p.d;
-  const int col = tid % p.d;
+  const int classes = threads_per_row / p.d;
+  const int col = rt % p.d;
   float acc = 0.0f;
-  if (tid < classes * p.d) {
+  if (valid && rt < classes * p.d) {
 #pragma unroll 4
-    for (int s = tid / p.d; s < p.num_splits; s += classes) {
+    for (int s = rt / p.d; s < p.num_splits; s += classes) {
       const float w = expf(lse_s[std::int64_t(s) * p.rows] - m_ref) * inv_sum;
       acc = fmaf(w, p.o_partial[(std::int64_t(s) * p.rows + row) * p.d + col], acc);
     }
   }
   class_sum[tid] = acc;
   __syncthreads();
-  if (tid < p.d) {
-    for (int c = 1; c < classes; ++c) acc += class_sum[c * p.d + tid];
-    store_one(static_cast<T*>(p.o) + row * p.d + tid, acc);
+  if (valid && rt < p.d) {
+    for (int c = 1; c < classes; ++c) acc += class_sum[first + c * p.d + rt];
+    store_one(static_cast<T*>(p.o) + row * p.d + rt, acc);
   }
-  if (tid == 0) p.lse[row] = lse;
+  if (valid && rt == 0) p.lse[row] = lse;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -581,12 +629,28 @@ void launch_paged_for_dtype(const PagedParams& params, int d, int B, cudaStream_
   }
 }
 
+// Rows per merge CTA: 1, unless the GPU cannot hold a CTA per row at once; then 2 or 4 (a row's
+// threads must still cover its d columns), so that the merge runs in one wave where it can.
 template <typename T>
-void launch_paged_merge(const PagedMergeParams& params, cudaStream_t stream) {
-  // One CTA per row, scheduled while the split kernel's last CTAs run (sm_90 and up): its launch
-  // hides behind them.
-  launch_after_previous(paged_merge_kernel<T>, dim3(static_cast<unsigned>(params.rows)), dim3(kMergeThreads), stream,
-                        params, "paged_merge_kernel launch");
+int merge_rows_per_cta(int rows, int d) {
+  int per_sm = 0;
+  check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, paged_merge_kernel<T>, kMergeThreads, 0),
+             "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  const std::int64_t resident = std::int64_t(std::max(per_sm, 1)) * multiprocessor_count();
+  int rows_per_cta = 1;
+  while (rows_per_cta < 4 && kMergeThreads / (2 * rows_per_cta) >= d &&
+         (rows + rows_per_cta - 1) / rows_per_cta > resident)
+    rows_per_cta *= 2;
+  return rows_per_cta;
+}
+
+template <typename T>
+void launch_paged_merge(PagedMergeParams params, cudaStream_t stream) {
+  // Scheduled while the split kernel's last CTAs run (sm_90 and up): its launch hides behind them.
+  params.rows_per_cta = merge_rows_per_cta<T>(params.rows, params.d);
+  const unsigned ctas = static_cast<unsigned>((params.rows + params.rows_per_cta - 1) / params.rows_per_cta);
+  launch_after_previous(paged_merge_kernel<T>, dim3(ctas), dim3(kMergeThreads), stream, params,
+                        "paged_merge_kernel launch");
 }
 
 // CTAs of the split kernel that fit on one SM (shared memory and registers decide).
@@ -674,7 +738,7 @@ void paged_decode(const void* Q, const PagedCache& cache, void* O, float* lse, D
   params.causal = call.causal;
   params.scale_log2 = call.scale_log2;
   // SKELETON: [[maybe_unused]]
-  const PagedMergeParams merge{call.o_partial, call.lse_partial, call.o, call.lse, call.rows, call.num_splits, call.d};
+  const PagedMergeParams merge{call.o_partial, call.lse_partial, call.o, call.lse, call.rows, call.num_splits, call.d, 1};
 
   // BEGIN SOLUTION paged_decode
   //! The split kernel (launch_paged_for_dtype<__nv_bfloat16> or <__half>), then the merge
