@@ -30,6 +30,11 @@ void lock(int fd, int how) {
 
 }  // namespace
 
+bool GpuShare::shared() const {
+  const char* path = std::getenv("COURSE_GPU_LOCK");
+  return path && *path;
+}
+
 double GpuShare::acquire(bool exclusive) {
   const char* path = std::getenv("COURSE_GPU_LOCK");
   if (!path || !*path) return 0;

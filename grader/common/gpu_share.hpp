@@ -15,6 +15,8 @@ class GpuShare {
  public:
   // Takes the GPU for one check (exclusively for a speed check). Returns the seconds it waited.
   double acquire(bool exclusive);
+  // Whether there is a lock to take (COURSE_GPU_LOCK is set): acquire may wait.
+  bool shared() const;
   void release();
 
  private:

@@ -52,14 +52,23 @@ void kill_orphans() {
   }
 }
 
-// The seconds a grader reported waiting for its share of the GPU ("waited\t<seconds>" lines,
-// grader/common/gpu_share.hpp) in the complete lines of `channel` after `scanned`, which it
-// advances. Time spent in a queue for the GPU is not the lab's: the caller adds it to the limit.
-double seconds_waited_for_gpu(const std::string& channel, std::size_t& scanned) {
-  double waited = 0;
-  for (std::size_t end; (end = channel.find('\n', scanned)) != std::string::npos; scanned = end + 1)
-    if (channel.compare(scanned, 7, "waited\t") == 0) waited += std::atof(channel.c_str() + scanned + 7);
-  return waited;
+// A grader's queue for its share of the GPU (grader/common/gpu_share.hpp), from the complete
+// lines of `channel` after `scanned`, which it advances: "waiting" when a check starts to wait,
+// "waited\t<seconds>" when it has the GPU. Time in the queue is not the lab's: while a wait is
+// open the caller's clock stops, and the seconds waited are added to its limit.
+struct GpuQueue {
+  bool waiting = false;
+  double waited = 0;  // seconds reported since the caller last took them
+};
+
+void read_gpu_queue(const std::string& channel, std::size_t& scanned, GpuQueue& queue) {
+  for (std::size_t end; (end = channel.find('\n', scanned)) != std::string::npos; scanned = end + 1) {
+    if (channel.compare(scanned, end - scanned, "waiting") == 0) queue.waiting = true;
+    if (channel.compare(scanned, 7, "waited\t") == 0) {
+      queue.waiting = false;
+      queue.waited += std::atof(channel.c_str() + scanned + 7);
+    }
+  }
 }
 
 }  // namespace
@@ -100,14 +109,15 @@ ProcessOutcome run_grader(const std::vector<std::string>& argv, const std::strin
   bool exited = false;
   double exited_at = 0;
   char buf[65536];
-  std::size_t scanned = 0;  // how much of the channel seconds_waited_for_gpu has read
+  std::size_t scanned = 0;  // how much of the channel read_gpu_queue has read
+  GpuQueue queue;
   while (true) {
     out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!exited && waitpid(pid, &status, WNOHANG) == pid) exited = true, exited_at = out.seconds;
     // Done when the grader has exited and its pipe is drained (or held open by a leftover
     // process for more than two seconds: that one is killed below).
     if (exited && (!open_channel || out.seconds - exited_at > 2)) break;
-    if (out.seconds > timeout_s) {
+    if (out.seconds > timeout_s && !queue.waiting) {
       out.timed_out = true;
       break;
     }
@@ -117,7 +127,12 @@ ProcessOutcome run_grader(const std::vector<std::string>& argv, const std::strin
         const ssize_t n = read(channel[0], buf, sizeof buf);
         if (n > 0 && out.channel.size() < kMaxChannelBytes) out.channel.append(buf, std::size_t(n));
         if (n == 0) open_channel = false;  // every writer is gone
-        timeout_s += seconds_waited_for_gpu(out.channel, scanned);
+        read_gpu_queue(out.channel, scanned, queue);
+        // A wait's end cannot come on a closed channel, nor be seen past the cap (the channel is
+        // not kept): the clock runs again.
+        if (n <= 0 || out.channel.size() >= kMaxChannelBytes) queue.waiting = false;
+        timeout_s += queue.waited;
+        queue.waited = 0;
       }
     } else {
       usleep(20000);
