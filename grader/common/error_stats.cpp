@@ -39,12 +39,13 @@ std::string ErrorStats::summary() const {
 std::string ErrorStats::nonfinite_summary() const {
   if (bad_count == 0) return "";
   std::string out;
-  const long nonfinite_got = bad_count - missed_inf;
-  if (nonfinite_got)
-    out += std::to_string(nonfinite_got) + " NaN/Inf where the reference has none";
-  if (missed_inf)
-    out += std::string(out.empty() ? "" : " and ") + std::to_string(missed_inf) +
-           " finite where the reference is -inf (e.g. LSE of a row that sees no key)";
+  const auto add = [&out](long n, const char* what) {
+    if (n) out += (out.empty() ? "" : " and ") + std::to_string(n) + what;
+  };
+  add(bad_count - missed_inf - wrong_inf - nan_ref, " NaN/Inf where the reference has none");
+  add(missed_inf, " finite where the reference is -inf (e.g. LSE of a row that sees no key)");
+  add(wrong_inf, " NaN or the other infinity where the reference is -inf (e.g. NaN for the LSE of a row that sees no key)");
+  add(nan_ref, " NaN in the reference (the reference is wrong, not the result)");
   char values[96];
   std::snprintf(values, sizeof values, ": got %.17g, ref %.17g)", worst_got, worst_ref);
   return out + " (first at " + index_string(worst) + values;
@@ -62,7 +63,10 @@ ErrorStats compare(const double* got, const double* ref, std::size_t n, Shape sh
     if (!std::isfinite(g) || !std::isfinite(r)) {
       // Non-finite values must match exactly (-inf LSE for an empty row); NaN never matches.
       if (!(g == r)) {
-        s.missed_inf += std::isfinite(g) && !std::isnan(r);
+        const bool ref_inf = std::isinf(r);
+        s.missed_inf += ref_inf && std::isfinite(g);
+        s.wrong_inf += ref_inf && !std::isfinite(g);
+        s.nan_ref += std::isnan(r);
         if (s.bad_count++ == 0) {
           s.worst = long(i);
           s.worst_got = g;

@@ -23,6 +23,8 @@ struct ErrorStats {
                            // anywhere, an inf the reference lacks, or a finite value where the
                            // reference is -inf (a row that sees no key). -inf matched is fine.
   long missed_inf = 0;     // of those, the ones where ref is -inf but got is finite
+  long wrong_inf = 0;      // of those, the ones where ref is -inf but got is NaN or +inf
+  long nan_ref = 0;        // of those, the ones where ref itself is NaN (a reference's bug)
   long count = 0;          // elements compared
   long worst = -1;         // flat index of the element with the largest abs error (or first bad)
   double worst_got = 0, worst_ref = 0;
@@ -32,7 +34,9 @@ struct ErrorStats {
   // (got and ref with 17 significant digits: enough to tell any two doubles apart)
   std::string summary() const;
   // Why the non-finite elements are wrong, e.g. "3 NaN/Inf where the reference has none
-  // (first at [0, 5])"; empty when bad_count is 0.
+  // (first at [0, 5]: ...)", each kind counted apart (NaN/Inf where ref is finite, finite where
+  // ref is -inf, NaN or the other infinity where ref is -inf, NaN in ref); empty when bad_count
+  // is 0.
   std::string nonfinite_summary() const;
   // The multi-index of a flat index in `shape`, as "[i, j, ...]".
   std::string index_string(long flat) const;

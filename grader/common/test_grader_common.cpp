@@ -41,6 +41,22 @@ TEST_CASE("error statistics: NaN is always bad, a matching -inf is not") {
   CHECK(s.nonfinite_summary().find("1 finite where the reference is -inf") != std::string::npos);
 }
 
+TEST_CASE("error statistics: a NaN where the reference is -inf is named as such, not as 'has none'") {
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> ref = {-inf, -inf, 1.0, std::nan("")};
+  std::vector<double> got = {std::nan(""), inf, 1.0, 1.0};
+  const ErrorStats s = compare(got, ref, {4});
+  CHECK(s.bad_count == 3);
+  CHECK(s.wrong_inf == 2);
+  CHECK(s.nan_ref == 1);
+  CHECK(s.missed_inf == 0);
+  const std::string why = s.nonfinite_summary();
+  CHECK(why.find("where the reference has none") == std::string::npos);
+  CHECK(why.find("2 NaN or the other infinity where the reference is -inf") != std::string::npos);
+  CHECK(why.find("1 NaN in the reference") != std::string::npos);
+  CHECK(why.find("first at [0]") != std::string::npos);
+}
+
 TEST_CASE("tolerance bands: every dtype and quantity has one, with a reason") {
   for (auto q : {Quantity::probability, Quantity::lse, Quantity::output, Quantity::gradient})
     for (const char* dt : {"fp64", "fp32", "bf16", "fp16"}) {

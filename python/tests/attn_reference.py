@@ -168,7 +168,9 @@ def within_band(name: str, out: torch.Tensor, ref: torch.Tensor, yardstick: torc
     empty = torch.isneginf(ref)
     if bool((empty & ~torch.isneginf(out)).any()):
         at = _worst((empty & ~torch.isneginf(out)).double())
-        return Verdict(False, f"{name}: finite where the reference is -inf, at {list(at)}: got {out[at].item()}")
+        got = out[at].item()
+        what = "finite" if math.isfinite(got) else "NaN or the other infinity"
+        return Verdict(False, f"{name}: {what} where the reference is -inf, at {list(at)}: got {got}")
     bad = ~torch.isfinite(out) & ~empty
     if bool(bad.any()):
         at = _worst(bad.double())

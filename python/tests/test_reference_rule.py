@@ -74,6 +74,10 @@ def test_nan_and_a_missing_minus_infinity_are_rejected():
     finite_lse[0, 0, 1] = 0.0  # a row with no key must have LSE = -inf
     _, verdict = forward_verdicts(o.float(), finite_lse, q, k, v, True)
     assert not verdict and "finite where the reference is -inf" in verdict.message
+    nan_lse = lse.float().clone()
+    nan_lse[0, 0, 1] = float("nan")  # NaN is not "finite": the message names what was found
+    _, verdict = forward_verdicts(o.float(), nan_lse, q, k, v, True)
+    assert not verdict and "NaN or the other infinity where the reference is -inf" in verdict.message
 
 
 def gradients(q, k, v, do, causal, dtype=torch.float64):
