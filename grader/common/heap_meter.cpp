@@ -1,9 +1,11 @@
 #include "heap_meter.hpp"
 
 #include <malloc.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstddef>
 #include <cstdlib>
 
@@ -66,6 +68,16 @@ void* memalign(std::size_t align, std::size_t n) {
   return p;
 }
 void* aligned_alloc(std::size_t align, std::size_t n) { return memalign(align, n); }
+// The obsolete page-aligned ones: glibc's own do not pass through memalign above.
+void* valloc(std::size_t n) { return memalign(std::size_t(sysconf(_SC_PAGESIZE)), n); }
+void* pvalloc(std::size_t n) {
+  const std::size_t page = std::size_t(sysconf(_SC_PAGESIZE));
+  if (n > SIZE_MAX - page) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  return memalign(page, n == 0 ? page : (n + page - 1) / page * page);
+}
 int posix_memalign(void** out, std::size_t align, std::size_t n) {
   void* p = memalign(align, n);
   if (!p) return ENOMEM;
