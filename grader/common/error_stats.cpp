@@ -86,13 +86,15 @@ ErrorStats compare(const double* got, const double* ref, std::size_t n, Shape sh
     s.max_abs = std::max(s.max_abs, e);
   }
   if (!abs_errors.empty()) {
-    auto pct = [&](double p) {
-      const std::size_t k = std::min(abs_errors.size() - 1, std::size_t(p * abs_errors.size()));
+    // The nearest-rank percentile: the smallest error that at least `percent`% of the errors do
+    // not exceed (of 100 errors, p99 is the 99th smallest, not the largest).
+    auto pct = [&](std::size_t percent) {
+      const std::size_t k = (abs_errors.size() * percent + 99) / 100 - 1;
       std::nth_element(abs_errors.begin(), abs_errors.begin() + long(k), abs_errors.end());
       return abs_errors[k];
     };
-    s.p50_abs = pct(0.50);
-    s.p99_abs = pct(0.99);
+    s.p50_abs = pct(50);
+    s.p99_abs = pct(99);
   }
   return s;
 }

@@ -17,8 +17,8 @@ using Shape = std::vector<long>;
 struct ErrorStats {
   double max_abs = 0;      // max |got - ref| over elements where both are finite
   double max_rel = 0;      // max |got - ref| / max(|ref|, rel_floor)
-  double p50_abs = 0;      // median of |got - ref|
-  double p99_abs = 0;      // 99th percentile of |got - ref|
+  double p50_abs = 0;      // median of |got - ref| (nearest rank: the lower middle of an even count)
+  double p99_abs = 0;      // 99th percentile of |got - ref| (nearest rank: of 100, the 99th smallest)
   long bad_count = 0;      // elements where got and ref disagree about being finite: a NaN
                            // anywhere, an inf the reference lacks, or a finite value where the
                            // reference is -inf (a row that sees no key). -inf matched is fine.
