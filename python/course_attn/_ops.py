@@ -91,6 +91,10 @@ def _check_hopper_lab_device(q: torch.Tensor, lab: int, instead: str) -> None:
                            f"sm_{major}{minor}. Use {instead}")
 
 
+_FP32_TINY = 2.0 ** -126  # the smallest normal fp32 number
+_FP32_MAX = (2.0 - 2.0 ** -23) * 2.0 ** 127
+
+
 def kernel_scale(scale) -> float:
     """The labs' scale argument: 0.0 stands for the default 1/sqrt(d)."""
     if scale is None:
@@ -99,6 +103,11 @@ def kernel_scale(scale) -> float:
         raise TypeError(f"course_attn: scale must be a number or None, not {type(scale).__name__}")
     if not math.isfinite(scale) or scale <= 0:
         raise ValueError(f"course_attn: scale must be a finite number > 0 (or None for 1/sqrt(d)), got {scale}")
+    # The kernels take the scale in fp32, where 0 means the default: a scale that rounds to 0 (or
+    # overflows) there would silently become 1/sqrt(d) (or inf).
+    if not _FP32_TINY <= scale <= _FP32_MAX:
+        raise ValueError(f"course_attn: scale {scale} is outside fp32's normal range "
+                         f"[{_FP32_TINY:.6g}, {_FP32_MAX:.6g}], in which the kernels take it")
     return float(scale)
 
 

@@ -386,6 +386,8 @@ BAD_CALLS = {
     "negative num_splits": (lambda: dict(num_splits=-1), ValueError, "num_splits must be >= 1, or 0"),
     "num_splits not an int": (lambda: dict(num_splits=1.5), TypeError, "num_splits must be an int"),
     "negative scale": (lambda: dict(scale=-1.0), ValueError, "scale must be a finite number > 0"),
+    "scale that fp32 rounds to 0": (lambda: dict(scale=1e-50), ValueError, "outside fp32's normal range"),
+    "scale that fp32 cannot hold": (lambda: dict(scale=1e39), ValueError, "outside fp32's normal range"),
 }
 
 
