@@ -106,9 +106,10 @@ std::string tool_root(const std::string& tool) {
   if (!real) return "";
   std::string path = real;
   std::free(real);
-  if (path.rfind("/usr/", 0) == 0) return "";
-  for (int up = 0; up < 2; ++up) path = path.substr(0, path.rfind('/'));  // the toolkit's root
-  return path.size() > 1 ? path : "";
+  char* self = realpath("/proc/self/exe", nullptr);  // the grader, in the course's tree
+  const std::string grader = self ? self : "";
+  std::free(self);
+  return tool_folder_to_bind(path, grader);
 }
 
 // The folders are named /tmp/course-lab-program-PID-XXXXXX, PID the grader's that made them:
@@ -761,6 +762,20 @@ LabStandIn::~LabStandIn() { lab_stand_in = previous_; }
 LabProcess& solution_lab() {
   static LabProcess p(env_or("COURSE_SOLUTION_WORKER", ""), "the solution");
   return p;
+}
+
+std::string tool_folder_to_bind(const std::string& tool, const std::string& grader) {
+  if (tool.rfind("/usr/", 0) == 0) return "";  // bound already, with the rest of /usr
+  const auto parent = [](const std::string& path) { return path.substr(0, path.rfind('/')); };
+  const auto holds = [](const std::string& folder, const std::string& path) {
+    return folder.size() <= 1 || (!path.empty() && path.rfind(folder + "/", 0) == 0);
+  };
+  const std::string own = parent(tool), root = parent(own);
+  // The toolkit's root, unless it holds the grader: then the course's tree (its build, and the
+  // solutions beside it) would be in the lab's view. The tool's own folder, then, or nothing.
+  if (!holds(root, grader)) return root;
+  if (!holds(own, grader)) return own;
+  return "";
 }
 
 }  // namespace isolation
