@@ -23,6 +23,12 @@ int open_lock_file(const std::string& path) {
   return fd;
 }
 
+// The lock file's path (COURSE_GPU_LOCK), or "" where no GPU is shared.
+std::string lock_path() {
+  const char* path = std::getenv("COURSE_GPU_LOCK");
+  return path ? path : "";
+}
+
 void lock(int fd, int how) {
   while (::flock(fd, how) != 0)
     if (errno != EINTR) throw std::runtime_error("flock on the GPU lock failed");
@@ -30,17 +36,14 @@ void lock(int fd, int how) {
 
 }  // namespace
 
-bool GpuShare::shared() const {
-  const char* path = std::getenv("COURSE_GPU_LOCK");
-  return path && *path;
-}
+bool GpuShare::shared() const { return !lock_path().empty(); }
 
 double GpuShare::acquire(bool exclusive) {
-  const char* path = std::getenv("COURSE_GPU_LOCK");
-  if (!path || !*path) return 0;
+  const std::string path = lock_path();
+  if (path.empty()) return 0;
   const auto start = std::chrono::steady_clock::now();
   main_fd_ = open_lock_file(path);
-  turn_fd_ = open_lock_file(std::string(path) + ".turn");
+  turn_fd_ = open_lock_file(path + ".turn");
   exclusive_ = exclusive;
   lock(turn_fd_, LOCK_EX);  // behind any speed check that is already waiting
   lock(main_fd_, exclusive ? LOCK_EX : LOCK_SH);

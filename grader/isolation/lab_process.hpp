@@ -39,7 +39,6 @@
 
 namespace isolation {
 
-// The lab process crashed, exited, hung, or replied something that does not parse.
 // The folder bound read-only into the lab's sandbox for a tool that runs the lab process
 // (COURSE_LAB_TOOL, e.g. compute-sanitizer, which reaches its libraries beside it): the toolkit's
 // root, two levels above the tool's real path; "" under /usr, which is bound already. Never a
@@ -47,6 +46,7 @@ namespace isolation {
 // solutions): then the tool's own folder, or "" if that holds it too.
 std::string tool_folder_to_bind(const std::string& tool, const std::string& grader);
 
+// The lab process crashed, exited, hung, or replied something that does not parse.
 struct LabFailure : std::runtime_error {
   explicit LabFailure(const std::string& what) : std::runtime_error(what) {}
 };
