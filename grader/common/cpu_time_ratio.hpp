@@ -18,7 +18,8 @@
 //     charged or reused), a causal call and a non-causal one in turn, in alternating order, so
 //     that both sides of a round see the same load, however it comes and goes;
 //   - the ratio graded is the median of the rounds' ratios, which one disturbed round of three
-//     (or two of five) does not move, with more rounds, up to kMaxRounds, while it lies near the bound on either side.
+//     (or two of five) does not move, with more rounds, up to kMaxRounds, while it lies near the
+//     bound on either side.
 //     Code that does not skip gains nothing from them: its rounds gather around its own ratio.
 // (One call of lab 3 at N = 2048, d = 128 a side, timed in 10 ms ticks, measured the solution's
 // ratio anywhere from 0.33 to 1.04 on an idle 2-core virtual machine whose host shares its cores:

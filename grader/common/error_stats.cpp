@@ -44,7 +44,8 @@ std::string ErrorStats::nonfinite_summary() const {
   };
   add(bad_count - missed_inf - wrong_inf - nan_ref, " NaN/Inf where the reference has none");
   add(missed_inf, " finite where the reference is -inf (e.g. LSE of a row that sees no key)");
-  add(wrong_inf, " NaN or the other infinity where the reference is -inf (e.g. NaN for the LSE of a row that sees no key)");
+  add(wrong_inf,
+      " NaN or the other infinity where the reference is -inf (e.g. NaN for the LSE of a row that sees no key)");
   add(nan_ref, " NaN in the reference (the reference is wrong, not the result)");
   char values[96];
   std::snprintf(values, sizeof values, ": got %.17g, ref %.17g)", worst_got, worst_ref);

@@ -20,8 +20,8 @@ const std::map<std::pair<Quantity, std::string>, Band>& table() {
         "fp64: exp(x - m) / l errs by ~1e-16 per element, but a correct code that carries a "
         "row's log-sum-exp instead of (m, l) (a log-domain combine, exp(x - lse)) loses the "
         "rounding of lse: half an ulp of |lse|, up to 7.3e-12 at |lse| = 6.6e4 (logits of +-1e4; "
-        "3.6e-12 below 2^16, measured 1.8e-12); 1e-11 covers it and still catches every algorithmic bug (they "
-        "err by 1e-3 or more)"}},
+        "3.6e-12 below 2^16, measured 1.8e-12); 1e-11 covers it and still catches every "
+        "algorithmic bug (they err by 1e-3 or more)"}},
       {{Quantity::probability, "fp32"},
        {2, 1e-6,
         "fp32 storage and arithmetic: 2x a plain fp32 softmax (FlashAttention's test rule), "

@@ -3,8 +3,8 @@
 // checked. The forward labs (4, 5 and 8) and reference/gpu's standard attention check with
 // check_forward; lab 6's decoding (check_decoding) and lab 7's backward (check_backward) are
 // forward calls with more inputs, checked by check_forward and then for what they add (the
-// backward checks its dtype and the deterministic mode before check_forward). The softmax scale's one rule is in
-// course/softmax_scale.hpp.
+// backward checks its dtype and the deterministic mode before check_forward). The softmax
+// scale's one rule is in course/softmax_scale.hpp.
 //
 // Plain C++ (no Eigen, no device code): host code compiled by nvcc or by the host compiler
 // includes it, the graders and the references as well as the labs.
