@@ -24,6 +24,7 @@
 
 #include "course/errors.hpp"
 #include "seccomp_filter.hpp"
+#include "task_limit.hpp"
 #include "worker.hpp"
 
 // Defined by the trusted side of the GPU labs (grader/gpu/gpu_harness.cpp): their lab processes
@@ -212,6 +213,7 @@ struct Launch {
   uid_t uid;                      // the lab process's user when privileges are dropped
   rlim_t cpu_seconds;
   long memory_mb;                 // address space (CPU labs), 0: no limit
+  rlim_t most_tasks;              // RLIMIT_NPROC without namespaces (task_limit.hpp), 0: none
   SeccompProgram* filter;         // installed before exec (CPU labs, no sandbox), or nullptr
   char* const* sandbox_argv;      // bubblewrap ... lab_launcher, or nullptr: no namespaces
   char* const* tool_argv;         // without namespaces: the tool and its options, then the
@@ -264,6 +266,8 @@ struct Launch {
   set_limit(RLIMIT_FSIZE, rlim_t(env_long("COURSE_LOG_LIMIT", 1 << 20)));
   set_limit(RLIMIT_CPU, l.cpu_seconds);
   if (l.memory_mb > 0) set_limit(RLIMIT_AS, rlim_t(l.memory_mb) << 20);
+  // In the sandbox, the launcher sets the limit on threads, counted in its user namespace.
+  if (!sandboxed && l.most_tasks > 0) set_limit(RLIMIT_NPROC, l.most_tasks);
   signal(SIGXFSZ, SIG_IGN);  // a full log makes writes fail (EFBIG), it does not kill the lab
   signal(SIGPIPE, SIG_DFL);
   sigset_t none;
@@ -409,6 +413,9 @@ void LabProcess::start() {
   const bool sanitized = false;
 #endif
   const rlim_t cpu = rlim_t(env_long("COURSE_LAB_CPU_SECONDS", 600));
+  // Threads the lab process may start (task_limit.hpp: a lab must not take the machine's PIDs).
+  const long task_allowance = env_long("COURSE_LAB_TASKS", kDefaultLabTasks);
+  const std::string tasks_option = "--tasks=" + std::to_string(std::max(task_allowance, 0L));
   // COURSE_SANDBOX: "on" (the default): bubblewrap's namespaces where bubblewrap works here, and
   // the system-call filter before the lab's first instruction (CPU labs); "filter": the filter
   // alone, which is what "on" falls back to without bubblewrap; "trace": only the lab process's
@@ -428,10 +435,10 @@ void LabProcess::start() {
       if (!root.empty()) sandbox_args.insert(sandbox_args.end(), {"--ro-bind", root, root});
       // The lab's program, where the tool can name it: bound from its descriptor, read-only.
       sandbox_args.insert(sandbox_args.end(), {"--ro-bind-fd", std::to_string(kExecFd), "/tmp/lab"});
-      sandbox_args.insert(sandbox_args.end(), {"--", launcher_in_sandbox(), "under"});
+      sandbox_args.insert(sandbox_args.end(), {"--", launcher_in_sandbox(), tasks_option, "under"});
       sandbox_args.insert(sandbox_args.end(), tool_.begin(), tool_.end());
     } else {
-      sandbox_args.insert(sandbox_args.end(), {"--", launcher_in_sandbox(),
+      sandbox_args.insert(sandbox_args.end(), {"--", launcher_in_sandbox(), tasks_option,
                                                !want_filter ? "no-filter" : gpu ? "gpu-filter" : "filter"});
     }
   } else if (want_filter && SeccompProgram::supported()) {
@@ -488,7 +495,11 @@ void LabProcess::start() {
   envp.push_back(nullptr);
 
   const std::string& start_in = program_copy_dir_.empty() ? scratch_ : program_copy_dir_;
-  const Launch launch{program.c_str(), start_in.c_str(), drop, uid, cpu, memory_mb, filter.get(),
+  // Without namespaces the count is the lab user's, machine-wide: what it runs now, plus the
+  // allowance (counted here, before the fork: the child may only make async-signal-safe calls).
+  const rlim_t most_tasks =
+      namespaced_ || task_allowance <= 0 ? 0 : rlim_t(tasks_of_user(drop ? uid : getuid()) + task_allowance);
+  const Launch launch{program.c_str(), start_in.c_str(), drop, uid, cpu, memory_mb, most_tasks, filter.get(),
                       namespaced_ ? sandbox_argv.data() : nullptr,
                       !namespaced_ && !tool_.empty() ? tool_argv.data() : nullptr,
                       launcher_path().c_str(), envp.data()};

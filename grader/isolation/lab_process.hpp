@@ -7,7 +7,7 @@
 //   - in its own session and process group, killed with the grader (PR_SET_PDEATHSIG) and
 //     killed whole when a call fails;
 //   - with resource limits: CPU seconds, address space (CPU labs), file size (its log), no core
-//     dumps, few open files;
+//     dumps, few open files, a few hundred threads (task_limit.hpp, COURSE_LAB_TASKS);
 //   - as user "nobody" (or COURSE_LAB_UID) when the grader runs as root;
 //   - under the system-call filter of seccomp_filter.hpp from its first instruction, installed by
 //     the launcher in the sandbox or by the grader's child without one (no new processes, no
@@ -20,7 +20,7 @@
 // Without bubblewrap's namespaces (COURSE_SANDBOX=filter, or where bubblewrap cannot make them:
 // inside many containers) a GPU lab's filter keeps prlimit, sched_set* and setpriority on other
 // processes of its user, and every lab process runs as that one user: GPU labs are best graded
-// with the namespaces. No limit is set on the number of threads (a lab can take many PIDs).
+// with the namespaces; their limit on threads is then shared (task_limit.hpp).
 // A call that crashes, hangs past its time limit, replies nonsense or ends in an error that
 // leaves the process unfit (worker.hpp: any exception but course::BadInput and
 // course::NotImplemented in a CPU lab; in a GPU lab, one that leaves its CUDA context broken)

@@ -1,11 +1,14 @@
 // lab_launcher: the first program inside the sandbox (bubblewrap's namespaces, lab_process.cpp).
 // Trusted code that runs between the sandbox's set-up and the lab's program:
 //
-//   lab_launcher filter|gpu-filter|no-filter  (the lab's program open at descriptor kExecFd)
-//   lab_launcher under TOOL [ARGS...]  (the same, run by a tool: compute-sanitizer)
+//   lab_launcher [--tasks=N] filter|gpu-filter|no-filter  (the lab's program open at kExecFd)
+//   lab_launcher [--tasks=N] under TOOL [ARGS...]  (the same, run by a tool: compute-sanitizer)
 //   lab_launcher probe                 (exits 0: the grader's check that the sandbox starts)
 //
-// It closes every descriptor the sandbox may have left open beyond the lab's four and kExecFd,
+// --tasks=N limits the threads of the lab process (and of a tool's processes) to N beyond those
+// in the sandbox now (task_limit.hpp; 0 or none: no limit). Set here, inside the user namespace,
+// the kernel counts them in this namespace alone: the limit bounds this lab process, and no
+// neighbour's threads count against it. It closes every descriptor the sandbox may have left open beyond the lab's four and kExecFd,
 // lowers the limit on open files below kExecFd, installs the system-call filter for this
 // process's own pid in its namespace ("filter": the CPU labs' rules; "gpu-filter": the GPU labs',
 // which leave the CUDA driver its file writes), and runs the lab's program
@@ -21,10 +24,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
 #include "seccomp_filter.hpp"
+#include "task_limit.hpp"
 
 extern char** environ;
 
@@ -42,6 +47,11 @@ int fail(const char* what) {
 int main(int argc, char** argv) {
   using isolation::kExecFd;
   if (argc == 2 && std::strcmp(argv[1], "probe") == 0) return 0;
+  if (argc >= 2 && std::strncmp(argv[1], "--tasks=", 8) == 0) {
+    if (!isolation::limit_tasks_of_this_user(std::atol(argv[1] + 8))) return fail("cannot limit the number of threads");
+    argv[1] = argv[0];  // the option read: the arguments after it are parsed as before
+    ++argv, --argc;
+  }
   if (argc >= 3 && std::strcmp(argv[1], "under") == 0) {
     for (int fd = 5; fd < 4096; ++fd) close(fd);
     static char program[] = "/tmp/lab";
@@ -56,7 +66,7 @@ int main(int argc, char** argv) {
   const bool gpu_filter = argc == 2 && std::strcmp(argv[1], "gpu-filter") == 0;
   if (argc != 2 || (!cpu_filter && !gpu_filter && std::strcmp(argv[1], "no-filter") != 0)) {
     errno = EINVAL;
-    return fail("usage: lab_launcher filter|gpu-filter|no-filter|under TOOL...|probe");
+    return fail("usage: lab_launcher [--tasks=N] filter|gpu-filter|no-filter|under TOOL...|probe");
   }
   // Only standard input, the log (stdout, stderr), the request and the reply pipes stay open.
   for (int fd = 5; fd < kExecFd; ++fd) close(fd);
