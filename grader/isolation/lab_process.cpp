@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -515,6 +516,9 @@ void LabProcess::start() {
   close(reply[1]);
   if (log_fd >= 0) close(log_fd);
   pid_ = pid;
+  // Non-blocking, so that a request the lab process never reads times out (call) instead of
+  // holding the grader once the pipe is full.
+  fcntl(request[1], F_SETFL, fcntl(request[1], F_GETFL) | O_NONBLOCK);
   to_lab_ = request[1];
   from_lab_ = reply[0];
 }
@@ -611,15 +615,26 @@ Reply LabProcess::call(const std::string& function, const Packet& args) {
   Packet request;
   request.put_string(function);
   request.put_bytes(args.bytes().data(), args.bytes().size());
-  if (!write_frame(to_lab_, request)) fail(function, "");
   const int timeout_s = int(env_long("COURSE_CALL_TIMEOUT", 60)) * call_time_factor_;
+  // The call's time limit covers sending its inputs as well as the work and the reply.
+  const auto started = std::chrono::steady_clock::now();
+  bool sent = false;
+  try {
+    sent = write_frame(to_lab_, request, timeout_s * 1000);
+  } catch (const std::runtime_error&) {
+    fail(function, "timed out after " + std::to_string(timeout_s) + " s (killed) before it read its inputs");
+  }
+  if (!sent) fail(function, "");
+  const int left_ms = std::max(0, int(timeout_s * 1000 - std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                             std::chrono::steady_clock::now() - started)
+                                                             .count()));
   // What a call returns is never much larger than what it was sent (outputs are at most a few
   // times the inputs), so a larger reply is refused before the grader allocates it: a lab
   // process cannot make the trusted grader hold a gigabyte.
   const std::size_t reply_limit = std::max<std::size_t>(std::size_t(64) << 20, 4 * request.bytes().size());
   Packet reply;
   try {
-    if (!read_frame(from_lab_, reply, timeout_s * 1000, reply_limit)) fail(function, "");
+    if (!read_frame(from_lab_, reply, left_ms, reply_limit)) fail(function, "");
   } catch (const Malformed& e) {
     fail(function, std::string("sent a malformed reply (") + e.what() + ")");
   } catch (const LabFailure&) {

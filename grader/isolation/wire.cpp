@@ -44,11 +44,27 @@ std::size_t Packet::get_count(std::size_t element_bytes) {
 
 namespace {
 
-bool write_all(int fd, const void* p, std::size_t n) {
+// Milliseconds left before the deadline, for poll (-1: no deadline); throws once it has passed.
+int ms_left(std::chrono::steady_clock::time_point deadline, bool limited) {
+  if (!limited) return -1;
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+  if (left.count() <= 0) throw std::runtime_error("timed out");
+  return int(std::min<long long>(left.count(), 1 << 30));
+}
+
+// Writes n bytes. A non-blocking descriptor that is full (EAGAIN) is waited on until the deadline.
+bool write_all(int fd, const void* p, std::size_t n, std::chrono::steady_clock::time_point deadline,
+               bool limited) {
   const auto* b = static_cast<const std::uint8_t*>(p);
   while (n > 0) {
     const ssize_t w = ::write(fd, b, n);
     if (w < 0 && errno == EINTR) continue;
+    if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      pollfd pfd{fd, POLLOUT, 0};
+      const int ready = ::poll(&pfd, 1, ms_left(deadline, limited));
+      if (ready == 0) throw std::runtime_error("timed out");
+      continue;
+    }
     if (w <= 0) return false;
     b += w;
     n -= std::size_t(w);
@@ -63,15 +79,8 @@ bool read_all(int fd, void* p, std::size_t n, std::chrono::steady_clock::time_po
   auto* b = static_cast<std::uint8_t*>(p);
   std::size_t got = 0;
   while (got < n) {
-    int wait_ms = -1;
-    if (limited) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          deadline - std::chrono::steady_clock::now());
-      if (left.count() <= 0) throw std::runtime_error("timed out");
-      wait_ms = int(std::min<long long>(left.count(), 1 << 30));
-    }
     pollfd pfd{fd, POLLIN, 0};
-    const int ready = ::poll(&pfd, 1, wait_ms);
+    const int ready = ::poll(&pfd, 1, ms_left(deadline, limited));
     if (ready < 0 && errno == EINTR) continue;
     if (ready == 0) throw std::runtime_error("timed out");
     const ssize_t r = ::read(fd, b + got, n - got);
@@ -87,9 +96,11 @@ bool read_all(int fd, void* p, std::size_t n, std::chrono::steady_clock::time_po
 
 }  // namespace
 
-bool write_frame(int fd, const Packet& p) {
+bool write_frame(int fd, const Packet& p, int timeout_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  const bool limited = timeout_ms >= 0;
   const auto n = std::uint32_t(p.bytes().size());
-  return write_all(fd, &n, sizeof n) && write_all(fd, p.bytes().data(), n);
+  return write_all(fd, &n, sizeof n, deadline, limited) && write_all(fd, p.bytes().data(), n, deadline, limited);
 }
 
 bool read_frame(int fd, Packet& p, int timeout_ms, std::size_t max_bytes) {

@@ -61,8 +61,11 @@ class Packet {
 // The largest frame either side accepts (a request holds the inputs of one call).
 constexpr std::uint32_t kMaxFrameBytes = 1u << 30;
 
-// Writes one frame; returns false if the other end is gone.
-bool write_frame(int fd, const Packet& p);
+// Writes one frame; returns false if the other end is gone. On a non-blocking descriptor (the
+// grader's end of a request pipe), throws std::runtime_error("timed out") if the other end has
+// not taken it all within timeout_ms (< 0: no limit): a lab process that never reads must not
+// hold the grader for good once a request outgrows what the pipe holds.
+bool write_frame(int fd, const Packet& p, int timeout_ms = -1);
 
 // Reads one frame. Returns false on end of file. Throws Malformed for a frame over max_bytes
 // (checked before anything is allocated) and std::runtime_error("timed out") if nothing complete
