@@ -69,10 +69,17 @@ std::string find_bubblewrap() {
   return "";
 }
 
+// Whether this bubblewrap sizes a tmpfs (--size, bubblewrap 0.8): found by sandbox_works.
+bool g_sized_tmpfs = true;
+
 // bubblewrap's options: new user, PID, mount, IPC, network, UTS and cgroup namespaces; a root
 // holding only the system's read-only /usr and libraries, a private /dev, /proc of the new PID
-// namespace (no other process of the machine is visible) and an empty /tmp. Nothing of the course (build/, solutions/, reference/, other
-// submissions) is there. A GPU lab also gets the NVIDIA device files and /sys (read-only).
+// namespace (no other process of the machine is visible) and an empty /tmp. Nothing of the
+// course (build/, solutions/, reference/, other submissions) is there. A GPU lab also gets the
+// NVIDIA device files and /sys (read-only). A tmpfs is memory that no limit of the process
+// counts, and a GPU lab may write files (its filter leaves writes to the CUDA driver): so /tmp
+// and /dev/shm are sized (COURSE_LAB_TMP_MB each) and the rest of /dev is read-only, where this
+// bubblewrap can size them.
 std::vector<std::string> sandbox_options(bool gpu) {
   std::vector<std::string> o = {"--unshare-all", "--die-with-parent", "--ro-bind", "/usr", "/usr"};
   for (const char* dir : {"/bin", "/sbin", "/lib", "/lib64", "/lib32"}) {
@@ -85,8 +92,14 @@ std::vector<std::string> sandbox_options(bool gpu) {
       o.insert(o.end(), {"--ro-bind", dir, dir});
     }
   }
-  o.insert(o.end(), {"--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache", "--dev", "/dev",
-                     "--proc", "/proc", "--tmpfs", "/tmp", "--chdir", "/tmp"});
+  o.insert(o.end(), {"--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache", "--dev", "/dev", "--proc", "/proc"});
+  if (g_sized_tmpfs) {
+    const std::string bytes = std::to_string(std::max(1L, env_long("COURSE_LAB_TMP_MB", 256)) << 20);
+    o.insert(o.end(), {"--size", bytes, "--tmpfs", "/tmp", "--size", bytes, "--tmpfs", "/dev/shm"});
+  } else {
+    o.insert(o.end(), {"--tmpfs", "/tmp"});
+  }
+  o.insert(o.end(), {"--chdir", "/tmp"});
   if (gpu) {
     if (DIR* dev = opendir("/dev")) {
       while (dirent* e = readdir(dev))
@@ -98,6 +111,8 @@ std::vector<std::string> sandbox_options(bool gpu) {
     }
     o.insert(o.end(), {"--ro-bind", "/sys", "/sys"});
   }
+  // After the device files are bound: a remount that is not recursive leaves those writable.
+  if (g_sized_tmpfs) o.insert(o.end(), {"--remount-ro", "/dev"});
   return o;
 }
 
@@ -321,14 +336,8 @@ const std::string& launcher_path() {
 // trusted build, and nothing of it is mounted there.
 std::string launcher_in_sandbox() { return "/proc/self/fd/" + std::to_string(kLauncherFd); }
 
-// Can bubblewrap make its namespaces here and start the launcher, for the lab process's user?
-// Tried once per grader: kernels or policies that forbid unprivileged user namespaces make it
-// fail, and the lab process then runs under the filter alone (its log says so).
-bool sandbox_works(bool drop, uid_t uid) {
-  static int works = -1;
-  if (works >= 0) return works == 1;
-  works = 0;
-  if (bubblewrap().empty() || launcher_path().empty()) return false;
+// One try of the sandbox with the current options: the launcher's probe, as the lab's user.
+bool sandbox_starts(bool drop, uid_t uid) {
   std::vector<std::string> args = sandbox_options(false);
   args.insert(args.begin(), bubblewrap());
   args.insert(args.end(), {"--", launcher_in_sandbox(), "probe"});
@@ -349,7 +358,24 @@ bool sandbox_works(bool drop, uid_t uid) {
     _exit(127);
   }
   int status = 0;
-  works = waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  return waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+// Can bubblewrap make its namespaces here and start the launcher, for the lab process's user?
+// Tried once per grader: kernels or policies that forbid unprivileged user namespaces make it
+// fail, and the lab process then runs under the filter alone (its log says so).
+bool sandbox_works(bool drop, uid_t uid) {
+  static int works = -1;
+  if (works >= 0) return works == 1;
+  works = 0;
+  if (bubblewrap().empty() || launcher_path().empty()) return false;
+  // An older bubblewrap, without --size, still makes the namespaces (with /tmp unsized).
+  g_sized_tmpfs = true;
+  works = sandbox_starts(drop, uid);
+  if (!works) {
+    g_sized_tmpfs = false;
+    works = sandbox_starts(drop, uid);
+  }
   return works == 1;
 }
 
@@ -450,7 +476,9 @@ void LabProcess::start() {
   if (!said_how_ && log_fd >= 0) {
     said_how_ = true;
     std::string how = "[grader] the lab process runs " +
-                      std::string(namespaced_ ? "in bubblewrap's namespaces, " : "without namespaces, ") +
+                      std::string(!namespaced_     ? "without namespaces, "
+                                  : g_sized_tmpfs ? "in bubblewrap's namespaces, "
+                                                  : "in bubblewrap's namespaces (its /tmp unsized: bubblewrap < 0.8), ") +
                       (want_filter ? "under the system-call filter, " : "without the system-call filter, ") +
                       (drop ? "as uid " + std::to_string(uid) : "as the grader's user") +
                       (tool_.empty() ? std::string() : ", run by " + tool_[0]) + "\n";

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# A bubblewrap older than 0.8 has no --size, which sizes the sandbox's /tmp and /dev/shm: the
+# grader must still run every lab process in bubblewrap's namespaces (with those unsized), not
+# fall back to the filter alone. Here a stand-in bubblewrap (COURSE_BWRAP) refuses --size as an
+# old one does and otherwise runs the real one, noting each call: lab 1's solution keeps full
+# marks, the sized probe was tried and refused, and lab processes ran through it without --size.
+# usage: test_old_bubblewrap.sh COURSE_RUNNER GRADE_LAB1 LAB1_WORKER
+set -uo pipefail
+runner=$1 grader=$2 worker=$3
+fail() { echo "FAIL: $*"; exit 1; }
+real=$(command -v bwrap) || { echo "skipped: bubblewrap is not installed"; exit 77; }
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+chmod 755 "$dir"  # the lab process's user (nobody, when grading as root) runs the stand-in
+calls=$dir/calls
+touch "$calls" && chmod 666 "$calls"
+{
+  echo '#!/bin/sh'
+  echo 'for a in "$@"; do'
+  echo "  if [ \"\$a\" = --size ]; then echo 'refused --size' >> '$calls'; echo 'bwrap: Unknown option --size' >&2; exit 1; fi"
+  echo 'done'
+  echo "echo ran >> '$calls'"
+  echo "exec '$real' \"\$@\""
+} > "$dir/bwrap"
+chmod 755 "$dir/bwrap"
+COURSE_BWRAP=$dir/bwrap "$runner" expect --binary "$grader" --worker "$worker" --full-marks --seeds 1-1 ||
+  fail "lab 1's solution lost marks under a bubblewrap without --size"
+grep -q '^refused --size' "$calls" || fail "the grader never tried to size the sandbox's /tmp"
+ran=$(grep -c '^ran' "$calls")
+# the probe, then at least one lab process
+[ "$ran" -ge 2 ] || fail "no lab process ran in bubblewrap's namespaces ($ran call(s) without --size): the grader fell back to the filter alone"
+echo "ok: $ran runs of bubblewrap without --size after the sized probe was refused"
