@@ -229,6 +229,7 @@ struct Launch {
   uid_t uid;                      // the lab process's user when privileges are dropped
   rlim_t cpu_seconds;
   long memory_mb;                 // address space (CPU labs), 0: no limit
+  long data_mb;                   // private writable memory, the heap included (GPU labs), 0: none
   rlim_t most_tasks;              // RLIMIT_NPROC without namespaces (task_limit.hpp), 0: none
   SeccompProgram* filter;         // installed before exec (CPU labs, no sandbox), or nullptr
   char* const* sandbox_argv;      // bubblewrap ... lab_launcher, or nullptr: no namespaces
@@ -282,6 +283,7 @@ struct Launch {
   set_limit(RLIMIT_FSIZE, rlim_t(env_long("COURSE_LOG_LIMIT", 1 << 20)));
   set_limit(RLIMIT_CPU, l.cpu_seconds);
   if (l.memory_mb > 0) set_limit(RLIMIT_AS, rlim_t(l.memory_mb) << 20);
+  if (l.data_mb > 0) set_limit(RLIMIT_DATA, rlim_t(l.data_mb) << 20);
   // In the sandbox, the launcher sets the limit on threads, counted in its user namespace.
   if (!sandboxed && l.most_tasks > 0) set_limit(RLIMIT_NPROC, l.most_tasks);
   signal(SIGXFSZ, SIG_IGN);  // a full log makes writes fail (EFBIG), it does not kill the lab
@@ -432,11 +434,16 @@ void LabProcess::start() {
   const bool gpu = course_grader_of_gpu_lab && course_grader_of_gpu_lab();
   // An address-space limit in CPU labs only: the CUDA driver reserves address space far beyond any.
 #ifdef COURSE_SANITIZE
-  const long memory_mb = 0;  // AddressSanitizer reserves terabytes of shadow memory
+  const long memory_mb = 0, data_mb = 0;  // AddressSanitizer reserves terabytes of shadow memory
   const bool sanitized = true;  // AddressSanitizer starts before main and needs more (the filter from
                                 // .preinit_array still holds; the course's ASan build tests memory)
 #else
   const long memory_mb = gpu ? 0 : env_long("COURSE_LAB_MEMORY_MB", 8192);
+  // A GPU lab gets no address-space limit (the CUDA driver reserves far more address space than
+  // it uses) but a limit on its private writable memory, which the driver's reservations and its
+  // mappings of the device files do not count against: without one, a GPU lab's heap could take
+  // the machine's memory from the labs graded beside it.
+  const long data_mb = gpu ? env_long("COURSE_LAB_GPU_DATA_MB", 16384) : 0;
   const bool sanitized = false;
 #endif
   const rlim_t cpu = rlim_t(env_long("COURSE_LAB_CPU_SECONDS", 600));
@@ -528,7 +535,7 @@ void LabProcess::start() {
   // allowance (counted here, before the fork: the child may only make async-signal-safe calls).
   const rlim_t most_tasks =
       namespaced_ || task_allowance <= 0 ? 0 : rlim_t(tasks_of_user(drop ? uid : getuid()) + task_allowance);
-  const Launch launch{program.c_str(), start_in.c_str(), drop, uid, cpu, memory_mb, most_tasks, filter.get(),
+  const Launch launch{program.c_str(), start_in.c_str(), drop, uid, cpu, memory_mb, data_mb, most_tasks, filter.get(),
                       namespaced_ ? sandbox_argv.data() : nullptr,
                       !namespaced_ && !tool_.empty() ? tool_argv.data() : nullptr,
                       launcher_path().c_str(), envp.data()};

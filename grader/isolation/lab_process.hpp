@@ -6,8 +6,10 @@
 //     the system's libraries, its own program and nothing of the course or of other processes;
 //   - in its own session and process group, killed with the grader (PR_SET_PDEATHSIG) and
 //     killed whole when a call fails;
-//   - with resource limits: CPU seconds, address space (CPU labs), file size (its log), no core
-//     dumps, few open files, a few hundred threads (task_limit.hpp, COURSE_LAB_TASKS);
+//   - with resource limits: CPU seconds, address space (CPU labs; COURSE_LAB_MEMORY_MB), private
+//     writable memory (GPU labs; COURSE_LAB_GPU_DATA_MB), file size (its log), no core dumps, few
+//     open files, a few hundred threads (task_limit.hpp, COURSE_LAB_TASKS), and in the sandbox a
+//     /tmp and /dev/shm of COURSE_LAB_TMP_MB each;
 //   - as user "nobody" (or COURSE_LAB_UID) when the grader runs as root;
 //   - under the system-call filter of seccomp_filter.hpp from its first instruction, installed by
 //     the launcher in the sandbox or by the grader's child without one (no new processes, no
