@@ -141,6 +141,13 @@ SeccompProgram::SeccompProgram(const FilterRules& rules) : trace_(rules.trace) {
   // Signals only to itself (abort() and raise() do that).
   for (long nr : {SYS_kill, SYS_tgkill, SYS_rt_sigqueueinfo, SYS_rt_tgsigqueueinfo})
     refuse_unless_self(nr, 0, /*zero_is_self=*/false);
+  // SysV IPC and POSIX message queues outlive the process, shared by its user, and a SysV shared
+  // memory segment is memory that no limit of the process counts (GPU labs too: the CUDA driver
+  // uses none of them).
+  for (long nr : {SYS_shmget, SYS_shmat, SYS_shmctl, SYS_shmdt, SYS_semget, SYS_semop, SYS_semctl,
+                  SYS_semtimedop, SYS_msgget, SYS_msgsnd, SYS_msgrcv, SYS_msgctl, SYS_mq_open,
+                  SYS_mq_unlink})
+    refuse(nr, EPERM);
   if (rules.gpu) {
     load_nr();  // every rule above ends with the number loaded or a return
     code_.push_back(allow());
@@ -156,10 +163,6 @@ SeccompProgram::SeccompProgram(const FilterRules& rules) : trace_(rules.trace) {
   refuse(SYS_setpriority, EPERM);  // PRIO_USER would reach every process of its user
   // A signal on I/O, sent to a process it names.
   refuse_if_any_equal(SYS_fcntl, 1, {unsigned(F_SETOWN), unsigned(F_SETSIG), unsigned(F_SETOWN_EX)});
-  for (long nr : {SYS_shmget, SYS_shmat, SYS_shmctl, SYS_shmdt, SYS_semget, SYS_semop, SYS_semctl,
-                  SYS_semtimedop, SYS_msgget, SYS_msgsnd, SYS_msgrcv, SYS_msgctl, SYS_mq_open,
-                  SYS_mq_unlink})
-    refuse(nr, EPERM);  // SysV IPC and POSIX message queues outlive the process, shared by its user
   // Dumpable again would open its memory (/proc/pid/mem) to every process of its user.
   code_.push_back(jump_if_equal(SYS_prctl, 0, 6));
   load(arg_low(0));

@@ -1,5 +1,5 @@
-// The system-call filter of a CPU lab process (seccomp_filter.hpp), call by call: a child process
-// installs it and tries what a hostile lab would (each must fail with EPERM) and what a lab needs
+// The system-call filter of a lab process (seccomp_filter.hpp), CPU and GPU rules, call by call: a
+// child process installs it and tries what a hostile lab would (each must fail with EPERM) and what a lab needs
 // (each must work). The parent reports. With COURSE_FILTER_TEST=unfiltered the child installs
 // nothing: the test must then fail, which shows that its checks can.
 #include <fcntl.h>
@@ -84,6 +84,46 @@ int run_checks(pid_t parent, int scratch_fd) {
   return failures;
 }
 
+// The GPU labs' rules (FilterRules::gpu) are looser, for the CUDA driver: files may be written.
+// What they still refuse: new processes, signals to others, and SysV IPC, whose shared memory no
+// limit of the process counts.
+int run_gpu_checks(pid_t parent, const char* scratch_path) {
+  allowed(open(scratch_path, O_WRONLY), "GPU rules: open for writing");
+  pthread_t t;
+  expect(pthread_create(&t, nullptr, thread_body, nullptr) == 0 && pthread_join(t, nullptr) == 0,
+         "allowed: GPU rules: a thread");
+  const long forked = syscall(SYS_fork);
+  if (forked == 0) _exit(0);
+  refused(forked, "GPU rules: fork");
+  refused(kill(parent, 0), "GPU rules: kill of another process");
+  refused(shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0600), "GPU rules: SysV shmget");
+  refused(syscall(SYS_msgget, IPC_PRIVATE, IPC_CREAT | 0600), "GPU rules: SysV msgget");
+  refused(syscall(SYS_mq_open, "course-filter-test-none", O_RDONLY, 0, nullptr), "GPU rules: mq_open");
+  return failures;
+}
+
+// Runs `checks` in a child under `rules` (or under nothing, COURSE_FILTER_TEST=unfiltered).
+template <class Checks>
+bool passes_in_child(const isolation::FilterRules& rules, bool unfiltered, Checks checks) {
+  isolation::SeccompProgram filter(rules);
+  const pid_t child = fork();
+  if (child == 0) {
+    if (!unfiltered) {
+      const rlimit files{256, 256};
+      setrlimit(RLIMIT_NOFILE, &files);
+      filter.set_self(getpid());
+      if (!filter.install()) {
+        std::printf("FAIL the filter could not be installed\n");
+        _exit(1);
+      }
+    }
+    _exit(checks() == 0 ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 }  // namespace
 
 int main() {
@@ -100,25 +140,14 @@ int main() {
     std::printf("FAIL no scratch file\n");
     return 1;
   }
-  isolation::SeccompProgram filter({/*gpu=*/false, /*trace=*/false, /*allow_exec_fd=*/true});
-  const pid_t child = fork();
-  if (child == 0) {
-    if (!unfiltered) {
-      const rlimit files{256, 256};
-      setrlimit(RLIMIT_NOFILE, &files);
-      filter.set_self(getpid());
-      if (!filter.install()) {
-        std::printf("FAIL the filter could not be installed\n");
-        _exit(1);
-      }
-    }
-    _exit(run_checks(parent, scratch_fd) == 0 ? 0 : 1);
-  }
-  int status = 0;
-  waitpid(child, &status, 0);
+  const bool cpu_ok = passes_in_child({/*gpu=*/false, /*trace=*/false, /*allow_exec_fd=*/true}, unfiltered,
+                                      [&] { return run_checks(parent, scratch_fd); });
+  const bool gpu_ok = passes_in_child({/*gpu=*/true, /*trace=*/false, /*allow_exec_fd=*/true}, unfiltered,
+                                      [&] { return run_gpu_checks(parent, scratch); });
   close(scratch_fd);
   unlink(scratch);
-  const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-  std::printf("%s\n", ok ? "the CPU lab filter refuses and allows what it should" : "the CPU lab filter is not as it should be");
+  const bool ok = cpu_ok && gpu_ok;
+  std::printf("%s\n", ok ? "the CPU and GPU labs' filters refuse and allow what they should"
+                         : "a lab filter is not as it should be");
   return ok ? 0 : 1;
 }
