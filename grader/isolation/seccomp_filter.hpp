@@ -13,8 +13,10 @@
 //     never hold: kExecFd, above the lab process's limit on open files);
 //   - touching other processes: kill/tgkill of anyone but itself, ptrace, process_vm_*, pidfd_*,
 //     and in CPU labs prlimit/sched_set*/setpriority on anyone but itself, setting resource
-//     limits at all, asking for signals on a descriptor (fcntl F_SETOWN/F_SETSIG), SysV IPC and
-//     POSIX message queues, and making itself dumpable again;
+//     limits at all, asking for signals on a descriptor (fcntl F_SETOWN/F_SETSIG) and making
+//     itself dumpable again;
+//   - SysV IPC and POSIX message queues (CPU and GPU labs): they outlive the process, and a
+//     shared memory segment is memory no limit of the process counts;
 //   - in CPU labs, writing files (opening to write, and changing a file's mode, owner or extended
 //     attributes, by path or by descriptor) and the network; GPU labs keep both, which the CUDA
 //     driver needs;
