@@ -533,8 +533,12 @@ void LabProcess::start() {
   const std::string& start_in = program_copy_dir_.empty() ? scratch_ : program_copy_dir_;
   // Without namespaces the count is the lab user's, machine-wide: what it runs now, plus the
   // allowance (counted here, before the fork: the child may only make async-signal-safe calls).
+  // A lab process that runs as the grading user shares that count with the grading itself (the
+  // compilers of submissions built beside it, other lab processes), which grows after it starts:
+  // four times the allowance, so that the growth cannot starve an honest lab of its threads.
+  const long allowance = drop ? task_allowance : 4 * task_allowance;
   const rlim_t most_tasks =
-      namespaced_ || task_allowance <= 0 ? 0 : rlim_t(tasks_of_user(drop ? uid : getuid()) + task_allowance);
+      namespaced_ || task_allowance <= 0 ? 0 : rlim_t(tasks_of_user(drop ? uid : getuid()) + allowance);
   const Launch launch{program.c_str(), start_in.c_str(), drop, uid, cpu, memory_mb, data_mb, most_tasks, filter.get(),
                       namespaced_ ? sandbox_argv.data() : nullptr,
                       !namespaced_ && !tool_.empty() ? tool_argv.data() : nullptr,

@@ -9,8 +9,10 @@
 // RLIMIT_NPROC counts the tasks of the process's real user. Inside bubblewrap's user namespace
 // the kernel counts them per namespace, so the launcher's limit bounds that lab process alone;
 // without namespaces every lab process of the same user shares one count, and the grader sets
-// the limit at the count when the lab starts plus the allowance. The kernel does not apply the
-// limit to root (grading as root runs the lab as "nobody", lab_process.hpp).
+// the limit at the count when the lab starts plus the allowance (four times it where the lab runs
+// as the grading user, whose count grows with the grading beside it). The kernel does not apply
+// the limit to root (grading as root runs the lab as "nobody", or in grade-all as a user of each
+// submission's own, lab_process.hpp).
 #pragma once
 
 #include <sys/types.h>
