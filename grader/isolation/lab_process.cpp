@@ -92,7 +92,8 @@ std::vector<std::string> sandbox_options(bool gpu) {
       o.insert(o.end(), {"--ro-bind", dir, dir});
     }
   }
-  o.insert(o.end(), {"--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache", "--dev", "/dev", "--proc", "/proc"});
+  o.insert(o.end(),
+           {"--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache", "--dev", "/dev", "--proc", "/proc"});
   if (g_sized_tmpfs) {
     const std::string bytes = std::to_string(std::max(1L, env_long("COURSE_LAB_TMP_MB", 256)) << 20);
     o.insert(o.end(), {"--size", bytes, "--tmpfs", "/tmp", "--size", bytes, "--tmpfs", "/dev/shm"});
@@ -539,7 +540,8 @@ void LabProcess::start() {
   const long allowance = drop ? task_allowance : 4 * task_allowance;
   const rlim_t most_tasks =
       namespaced_ || task_allowance <= 0 ? 0 : rlim_t(tasks_of_user(drop ? uid : getuid()) + allowance);
-  const Launch launch{program.c_str(), start_in.c_str(), drop, uid, cpu, memory_mb, data_mb, most_tasks, filter.get(),
+  const Launch launch{program.c_str(), start_in.c_str(), drop, uid, cpu, memory_mb, data_mb, most_tasks,
+                      filter.get(),
                       namespaced_ ? sandbox_argv.data() : nullptr,
                       !namespaced_ && !tool_.empty() ? tool_argv.data() : nullptr,
                       launcher_path().c_str(), envp.data()};
@@ -656,7 +658,7 @@ Reply LabProcess::call(const std::string& function, const Packet& args) {
   request.put_bytes(args.bytes().data(), args.bytes().size());
   const int timeout_s = int(env_long("COURSE_CALL_TIMEOUT", 60)) * call_time_factor_;
   // The call's time limit covers sending its inputs as well as the work and the reply.
-  const auto started = std::chrono::steady_clock::now();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
   bool sent = false;
   try {
     sent = write_frame(to_lab_, request, timeout_s * 1000);
@@ -664,9 +666,9 @@ Reply LabProcess::call(const std::string& function, const Packet& args) {
     fail(function, "timed out after " + std::to_string(timeout_s) + " s (killed) before it read its inputs");
   }
   if (!sent) fail(function, "");
-  const int left_ms = std::max(0, int(timeout_s * 1000 - std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                             std::chrono::steady_clock::now() - started)
-                                                             .count()));
+  const auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+  const int left_ms = int(std::max<long long>(left.count(), 0));
   // What a call returns is never much larger than what it was sent (outputs are at most a few
   // times the inputs), so a larger reply is refused before the grader allocates it: a lab
   // process cannot make the trusted grader hold a gigabyte.

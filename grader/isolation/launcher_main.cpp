@@ -8,7 +8,9 @@
 // --tasks=N limits the threads of the lab process (and of a tool's processes) to N beyond those
 // in the sandbox now (task_limit.hpp; 0 or none: no limit). Set here, inside the user namespace,
 // the kernel counts them in this namespace alone: the limit bounds this lab process, and no
-// neighbour's threads count against it. It closes every descriptor the sandbox may have left open beyond the lab's four and kExecFd,
+// neighbour's threads count against it.
+//
+// It closes every descriptor the sandbox may have left open beyond the lab's four and kExecFd,
 // lowers the limit on open files below kExecFd, installs the system-call filter for this
 // process's own pid in its namespace ("filter": the CPU labs' rules; "gpu-filter": the GPU labs',
 // which leave the CUDA driver its file writes), and runs the lab's program
@@ -48,7 +50,8 @@ int main(int argc, char** argv) {
   using isolation::kExecFd;
   if (argc == 2 && std::strcmp(argv[1], "probe") == 0) return 0;
   if (argc >= 2 && std::strncmp(argv[1], "--tasks=", 8) == 0) {
-    if (!isolation::limit_tasks_of_this_user(std::atol(argv[1] + 8))) return fail("cannot limit the number of threads");
+    if (!isolation::limit_tasks_of_this_user(std::atol(argv[1] + 8)))
+      return fail("cannot limit the number of threads");
     argv[1] = argv[0];  // the option read: the arguments after it are parsed as before
     ++argv, --argc;
   }

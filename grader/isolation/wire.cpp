@@ -47,9 +47,19 @@ namespace {
 // Milliseconds left before the deadline, for poll (-1: no deadline); throws once it has passed.
 int ms_left(std::chrono::steady_clock::time_point deadline, bool limited) {
   if (!limited) return -1;
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+  const auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
   if (left.count() <= 0) throw std::runtime_error("timed out");
   return int(std::min<long long>(left.count(), 1 << 30));
+}
+
+// Waits until fd is ready for `events` (POLLIN, POLLOUT); throws "timed out" at the deadline.
+void wait_until_ready(int fd, short events, std::chrono::steady_clock::time_point deadline, bool limited) {
+  pollfd pfd{fd, events, 0};
+  int ready;
+  while ((ready = ::poll(&pfd, 1, ms_left(deadline, limited))) < 0 && errno == EINTR) {
+  }
+  if (ready == 0) throw std::runtime_error("timed out");
 }
 
 // Writes n bytes. A non-blocking descriptor that is full (EAGAIN) is waited on until the deadline.
@@ -60,9 +70,7 @@ bool write_all(int fd, const void* p, std::size_t n, std::chrono::steady_clock::
     const ssize_t w = ::write(fd, b, n);
     if (w < 0 && errno == EINTR) continue;
     if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      pollfd pfd{fd, POLLOUT, 0};
-      const int ready = ::poll(&pfd, 1, ms_left(deadline, limited));
-      if (ready == 0) throw std::runtime_error("timed out");
+      wait_until_ready(fd, POLLOUT, deadline, limited);
       continue;
     }
     if (w <= 0) return false;
@@ -79,10 +87,7 @@ bool read_all(int fd, void* p, std::size_t n, std::chrono::steady_clock::time_po
   auto* b = static_cast<std::uint8_t*>(p);
   std::size_t got = 0;
   while (got < n) {
-    pollfd pfd{fd, POLLIN, 0};
-    const int ready = ::poll(&pfd, 1, ms_left(deadline, limited));
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready == 0) throw std::runtime_error("timed out");
+    wait_until_ready(fd, POLLIN, deadline, limited);
     const ssize_t r = ::read(fd, b + got, n - got);
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) {
@@ -100,7 +105,8 @@ bool write_frame(int fd, const Packet& p, int timeout_ms) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   const bool limited = timeout_ms >= 0;
   const auto n = std::uint32_t(p.bytes().size());
-  return write_all(fd, &n, sizeof n, deadline, limited) && write_all(fd, p.bytes().data(), n, deadline, limited);
+  return write_all(fd, &n, sizeof n, deadline, limited) &&
+         write_all(fd, p.bytes().data(), n, deadline, limited);
 }
 
 bool read_frame(int fd, Packet& p, int timeout_ms, std::size_t max_bytes) {
