@@ -382,6 +382,15 @@ bool sandbox_works(bool drop, uid_t uid) {
   return works == 1;
 }
 
+// The memory limits, for the log's first line (grade-all shares the machine's memory among the
+// submissions it grades at once: what a lab process got depends on --jobs).
+std::string memory_limits(long memory_mb, long data_mb) {
+  std::string s;
+  if (memory_mb > 0) s += ", with " + std::to_string(memory_mb) + " MiB of address space";
+  if (data_mb > 0) s += ", with " + std::to_string(data_mb) + " MiB of private writable memory";
+  return s;
+}
+
 // bubblewrap reports a lab process killed by signal S as its own exit code 128 + S.
 std::string describe_status(int status, bool namespaced) {
   const bool signalled_in_sandbox =
@@ -489,7 +498,8 @@ void LabProcess::start() {
                                                   : "in bubblewrap's namespaces (its /tmp unsized: bubblewrap < 0.8), ") +
                       (want_filter ? "under the system-call filter, " : "without the system-call filter, ") +
                       (drop ? "as uid " + std::to_string(uid) : "as the grader's user") +
-                      (tool_.empty() ? std::string() : ", run by " + tool_[0]) + "\n";
+                      (tool_.empty() ? std::string() : ", run by " + tool_[0]) + memory_limits(memory_mb, data_mb) +
+                      "\n";
     (void)!::write(log_fd, how.data(), how.size());
   }
   std::vector<char*> sandbox_argv;

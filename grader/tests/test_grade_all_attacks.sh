@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A class with hostile submissions graded beside an honest one by ./course grade-all at --jobs 4,
-# as an instructor runs it: each hostile lab 1 (grader/tests/attacks/NAME.cpp, composed as
-# test_attack.sh does; lab 2 the solution) earns nothing, and the honest neighbour, graded at the
+# as an instructor runs it on a machine with less memory than that asks for: each hostile lab 1
+# (grader/tests/attacks/NAME.cpp, composed as test_attack.sh does; lab 2 the solution) earns nothing, and the honest neighbour, graded at the
 # same time, keeps every point and finds its files untouched. The attacks chosen act on others:
 # SIGKILL, prlimit and renice every process they can see, fork, hog memory, read the solution.
 #
@@ -28,8 +28,15 @@ for a in "${attacks[@]}" harm_the_neighbours; do
 done
 before=$(cd "$subs/honest" && find . -type f -print0 | sort -z | xargs -0 sha256sum)
 
-"$root/course" grade-all "$subs" --labs 1,2 --jobs 4 --out "$work/out" > "$work/grade-all.txt" 2>&1
+# On a machine smaller than --jobs 4 asks for (grading may use 6 GiB): three at a time, each with
+# 2 GiB, so the memory hog's lab process gets 1536 MiB of address space, not the 8 GiB it gets
+# graded alone; the runs beside it fit in what grading may use.
+COURSE_GRADING_MEMORY_MB=6144 "$root/course" grade-all "$subs" --labs 1,2 --jobs 4 --out "$work/out" > "$work/grade-all.txt" 2>&1
 cat "$work/grade-all.txt"
+grep -q "holds 3 jobs of 2048 MiB" "$work/grade-all.txt" && grep -q "3 at a time, each with 2048 MiB" "$work/grade-all.txt" || fail "grade-all did not lower --jobs to what 6 GiB holds"
+hog_log=$work/out/submissions/memory_hog/lab1/lab-process.log
+grep -q "with 1536 MiB of address space" "$hog_log" ||
+  fail "the memory hog's lab process did not get a third of 6 GiB less its /tmp: $(head -n 1 "$hog_log" 2>/dev/null)"
 book=$work/out/gradebook.csv
 [ -f "$book" ] || fail "no gradebook"
 # The gradebook's rows as name,total,lab points... : read with Python's csv module.

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# grade-all's share of the memory (./course's share_memory) over a grid of machines: what grading
+# may use (COURSE_GRADING_MEMORY_MB), --jobs, cores, with and without GPU labs. Whatever
+# the jobs run at one time (each job either its lab process, with its /tmp and /dev/shm, or its
+# compiles with their /tmp) must fit in what grading may use, with as many jobs as fit, none
+# below what an honest job needs (the floors in ./course: a compile 1536 MiB, a job 2048 MiB, a
+# GPU lab 4096 MiB),
+# and never more jobs or compiles than asked for. Where not even one job fits, one runs, and the
+# message says so; limits set in the environment are kept. Then three copies of ./course, each
+# with a planted bug (the lab's limit not shared, --jobs not lowered, compiles not lowered), must
+# each fail the same checks.
+# usage: test_memory_plan.sh REPO_ROOT
+set -uo pipefail
+root=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+source "$(dirname "$0")/course_copy.sh"
+
+check_plans() {  # $1 = a ./course; prints the failures, returns 1 where there are any
+  local course=$1 bad=0 total gpu want cores line jobs build_jobs lab data tmp compile build_tmp out
+  for total in 2500 6144 17000 64000 200000 1000000; do
+    for gpu in 0 1; do
+      local floor=$((gpu == 1 ? 4608 : 2048))
+      for want in 1 2 3 4 8 16 64; do
+        for cores in 1 2 16 128; do
+          line=$(COURSE_GRADING_MEMORY_MB=$total "$course" _memory-plan "$want" "$cores" "$gpu" | tail -n 1)
+          read -r _ jobs _ build_jobs _ lab _ data _ tmp _ compile _ build_tmp <<< "$line"
+          local fits=$((total / floor))
+          [ "$fits" -ge 1 ] || fits=1
+          local expect=$((want < fits ? want : fits))
+          local lab_process=$(( (gpu == 1 && data > lab ? data : lab) + 2 * tmp ))
+          local build=$((build_jobs * compile + build_tmp))
+          local running=$((lab_process > build ? lab_process : build)) why=""
+          [ "$jobs" = "$expect" ] || why="$jobs jobs at a time, not $expect"
+          [ $((jobs * running)) -le $((total > floor ? total : floor)) ] || why="$why; $jobs jobs of $running MiB exceed $total"
+          [ "$compile" -ge 1536 ] && [ "$lab" -ge 1024 ] || why="$why; a compile gets $compile MiB, a lab $lab"
+          [ "$gpu" = 0 ] || [ "$data" -ge 4096 ] || why="$why; a GPU lab gets $data MiB"
+          [ "$build_jobs" -ge 1 ] && [ "$build_jobs" -le $(( (cores + jobs - 1) / jobs )) ] ||
+            why="$why; $build_jobs compiles at a time"
+          [ "$lab" -le 8192 ] && [ "$data" -le 16384 ] && [ "$compile" -le 16384 ] && [ "$tmp" -le 256 ] ||
+            why="$why; above the defaults: $line"
+          if [ -n "$why" ]; then
+            echo "  $total MiB, GPU labs $gpu, --jobs $want, $cores cores: ${why#; }"; bad=$((bad + 1))
+          fi
+        done
+      done
+    done
+  done
+  out=$(COURSE_GRADING_MEMORY_MB=1000 "$course" _memory-plan 4 2 0)
+  grep -q "warning: grading may use 1000 MiB (COURSE_GRADING_MEMORY_MB sets it), less than one job" <<< "$out" ||
+    { echo "  no warning: $out"; bad=$((bad + 1)); }
+  grep -q "^jobs 1 " <<< "$out" || { echo "  not one job: $out"; bad=$((bad + 1)); }
+  out=$(COURSE_GRADING_MEMORY_MB=6144 COURSE_LAB_MEMORY_MB=700 COURSE_BUILD_MEMORY_MB=900 "$course" _memory-plan 3 2 0 | tail -n 1)
+  [[ "$out" == "jobs 3 build_jobs 1 lab 700 data "*" compile 900 "* ]] ||
+    { echo "  the environment's limits were not kept: $out"; bad=$((bad + 1)); }
+  return "$((bad > 0))"
+}
+
+echo "== ./course"
+check_plans "$root/course" || { echo "FAILED: a plan does not fit"; exit 1; }
+plant() {  # $1 = what is planted, $2 = FROM, $3 = TO: the copy must fail
+  course_copy "$root/course" "$root" "$work/course"
+  course_plant "$work/course" "$2" "$3"
+  echo "== planted: $1"
+  local failures
+  failures=$(check_plans "$work/course") && { echo "FAILED: the planted bug ($1) passed"; exit 1; }
+  head -n 3 <<< "$failures"
+}
+plant "the lab's limit not shared" 'export COURSE_LAB_MEMORY_MB=${COURSE_LAB_MEMORY_MB:-$((rest < 8192 ? rest : 8192))}' 'export COURSE_LAB_MEMORY_MB=8192'
+plant "the GPU lab's floor left out" '[ "$gpu" = 1 ] && [ "$floor" -lt "$gpu_floor" ] && floor=$gpu_floor' ':'
+plant "--jobs not lowered" 'elif [ "$njobs" -gt "$fit" ]; then' 'elif false; then'
+plant "compiles not lowered" '[ "$build_jobs" -le "$most" ] || build_jobs=$most' ':'
+echo "ok: every plan fits, and each planted bug was caught"
