@@ -124,10 +124,14 @@ std::string tool_root(const std::string& tool) {
   if (!real) return "";
   std::string path = real;
   std::free(real);
-  char* self = realpath("/proc/self/exe", nullptr);  // the grader, in the course's tree
-  const std::string grader = self ? self : "";
-  std::free(self);
-  return tool_folder_to_bind(path, grader);
+  std::vector<std::string> course;
+  for (const char* p : {"/proc/self/exe", COURSE_SOURCE_DIR}) {  // the grader (in the build), the tree
+    if (char* real_p = realpath(p, nullptr)) {
+      course.emplace_back(real_p);
+      std::free(real_p);
+    }
+  }
+  return tool_folder_to_bind(path, course);
 }
 
 // The folders are named /tmp/course-lab-program-PID-XXXXXX, PID the grader's that made them:
@@ -841,17 +845,20 @@ LabProcess& solution_lab() {
   return p;
 }
 
-std::string tool_folder_to_bind(const std::string& tool, const std::string& grader) {
+std::string tool_folder_to_bind(const std::string& tool, const std::vector<std::string>& course) {
   if (tool.rfind("/usr/", 0) == 0) return "";  // bound already, with the rest of /usr
   const auto parent = [](const std::string& path) { return path.substr(0, path.rfind('/')); };
-  const auto holds = [](const std::string& folder, const std::string& path) {
-    return folder.size() <= 1 || (!path.empty() && path.rfind(folder + "/", 0) == 0);
+  const auto holds = [&course](const std::string& folder) {
+    if (folder.size() <= 1) return true;  // "/" holds everything
+    for (const std::string& path : course)
+      if (path == folder || path.rfind(folder + "/", 0) == 0) return true;
+    return false;
   };
   const std::string own = parent(tool), root = parent(own);
-  // The toolkit's root, unless it holds the grader: then the course's tree (its build, and the
-  // solutions beside it) would be in the lab's view. The tool's own folder, then, or nothing.
-  if (!holds(root, grader)) return root;
-  if (!holds(own, grader)) return own;
+  // The toolkit's root, unless it holds the course (its build, its solutions): they would then be
+  // in the lab's view. The tool's own folder, then, or nothing.
+  if (!holds(root)) return root;
+  if (!holds(own)) return own;
   return "";
 }
 

@@ -44,9 +44,10 @@ namespace isolation {
 // The folder bound read-only into the lab's sandbox for a tool that runs the lab process
 // (COURSE_LAB_TOOL, e.g. compute-sanitizer, which reaches its libraries beside it): the toolkit's
 // root, two levels above the tool's real path; "" under /usr, which is bound already. Never a
-// folder that holds the grader's own path (the course's tree: its build and, beside it, the
-// solutions): then the tool's own folder, or "" if that holds it too.
-std::string tool_folder_to_bind(const std::string& tool, const std::string& grader);
+// folder that holds one of `course` (the grader's own path, which is in the build, and the
+// course's source tree, which holds the solutions: a build outside the tree is not beside them):
+// then the tool's own folder, or "" if that holds one too.
+std::string tool_folder_to_bind(const std::string& tool, const std::vector<std::string>& course);
 
 // The lab process crashed, exited, hung, or replied something that does not parse.
 struct LabFailure : std::runtime_error {
