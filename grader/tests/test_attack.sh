@@ -32,6 +32,8 @@ grade() {  # build lab 1, grade labs 1 and 2; the scoreboard in $work/board.txt
   "$build/grader/course_runner" grade --manifest "$build/graders.tsv" --workers "$work/sb/workers" \
     --labs 1,2 --out "$work/out" --timeout 10 > "$work/board.txt" 2>&1
   cat "$work/board.txt"
+  # How lab 1's lab process ran (namespaces, filter, user, tool, memory): the log's first line.
+  [ -f "$work/out/lab1/lab-process.log" ] && echo "lab 1: $(head -n 1 "$work/out/lab1/lab-process.log")"
   [ -f "$work/sb/workers/lab1.build-failed" ] && { echo "lab 1 build:"; cat "$work/sb/workers/lab1.build-failed"; }
 }
 
