@@ -214,6 +214,18 @@ std::string reachable_copy(const std::string& binary, std::string& copy_path) {
 // Drops root for `uid` (group and supplementary groups too), between fork and exec: async-signal-safe.
 bool become_user(uid_t uid) { return setgroups(0, nullptr) == 0 && setgid(uid) == 0 && setuid(uid) == 0; }
 
+// Whether `uid` may run the program at `path` (every folder on its way open to it): asked of a
+// child that becomes that user.
+bool runnable_by(uid_t uid, const std::string& path) {
+  const pid_t child = fork();
+  if (child < 0) return true;  // cannot tell: the launch will say what fails
+  if (child == 0) _exit(become_user(uid) && access(path.c_str(), X_OK) == 0 ? 0 : 1);
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 // Lets this process hold descriptors up to kExecFd (a soft limit on open files of 1024 or more;
 // async-signal-safe).
 void allow_descriptors_up_to_exec_fd() {
@@ -516,6 +528,16 @@ void LabProcess::start() {
   // grader's user may enter (a clone under a private mktemp -d, or /root) is out of reach, so the
   // program is copied where that user can reach it, and run from the copy.
   if (!tool_.empty() && drop) {
+    // The lab's user starts the tool (and bubblewrap, as that user, binds its installation): a
+    // tool in a folder closed to other users would fail every check with a launch error that
+    // reads like the lab's fault, so it is named here instead.
+    if (!runnable_by(uid, tool_[0])) {
+      for (int fd : {request[0], request[1], reply[0], reply[1], log_fd})
+        if (fd >= 0) close(fd);
+      throw LabFailure("COURSE_LAB_TOOL's " + tool_[0] + " cannot be run by the lab process's user (uid " +
+                       std::to_string(uid) + "): a folder on its way is closed to other users. Install the "
+                       "tool where every user may run it (as under /usr/local or /opt)");
+    }
     remove_copy(program_copy_dir_);
     program_copy_dir_ = reachable_copy(binary_, program);
     if (program_copy_dir_.empty()) {

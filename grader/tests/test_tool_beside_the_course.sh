@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# COURSE_LAB_TOOL where the toolkit's root would be the folder that holds the course: a tool in a
-# folder beside the course's tree (PARENT/course-lab-tool-XXXXXX/pass-through), so that two levels
-# above it is PARENT, which holds the tree, its build and its solutions. The lab's sandbox must
+# COURSE_LAB_TOOL where the toolkit's root would be a folder that holds the course: a tool in a new
+# folder in a folder around the course's tree (HOLDER/course-lab-tool-XXXXXX/pass-through), so that
+# two levels above it is HOLDER, which holds the tree, its build and its solutions. The lab's sandbox must
 # get the tool's own folder only: read_the_solution, run by the tool in the namespaces, earns
 # nothing and sends no line of the solution back. With COURSE_SANDBOX=filter (no namespaces, and
 # no filter under a tool) the same attack reads the solution: the test can fail.
@@ -12,9 +12,18 @@ if [ "${COURSE_SANDBOX:-on}" = on ] && ! bwrap --unshare-all --ro-bind / / true 
   echo "SKIPPED: bubblewrap cannot make namespaces here, and the binding is bubblewrap's"
   exit 77
 fi
-parent=$(dirname "$root")
-tools=$(mktemp -d "$parent/course-lab-tool-XXXXXX" 2>/dev/null) ||
-  { echo "SKIPPED: cannot make a folder beside the course ($parent)"; exit 77; }
+# The nearest folder around the course that the lab process's user (nobody, when grading runs as
+# root) may enter: the tool goes in a new folder there, which that user can reach (a tool it
+# cannot reach is refused before any lab runs: test_lab_tool_closed_folder.sh).
+enters() {
+  if [ "$(id -u)" = 0 ]; then setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$1" 2>/dev/null
+  else test -x "$1"; fi
+}
+holder=$(dirname "$root")
+while [ "$holder" != / ] && ! enters "$holder"; do holder=$(dirname "$holder"); done
+[ "$holder" != / ] || { echo "SKIPPED: no folder around the course that the lab's user may enter"; exit 77; }
+tools=$(mktemp -d "$holder/course-lab-tool-XXXXXX" 2>/dev/null) ||
+  { echo "SKIPPED: cannot make a folder in $holder, around the course"; exit 77; }
 trap 'rm -rf "$tools"' EXIT
 chmod 755 "$tools"
 printf '#!/bin/sh\n# Runs the lab process as it is given.\nexec "$@"\n' > "$tools/pass-through"
