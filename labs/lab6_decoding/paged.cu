@@ -149,6 +149,21 @@ struct PagedMergeParams {
   query = r % nq;
 }
 
+// LSE_s of a row from its running max m (log2 units, as exp2f takes them) and its sum l:
+// (m + log2 l) ln 2, natural log as the API's LSE; -inf for a row that saw no key (l = 0).
+[[maybe_unused]] __device__ __forceinline__ float split_lse(float m, float l) {
+  return (l > 0.0f) ? (m + log2f(l)) * kLn2F : -INFINITY;
+}
+
+// Where split `split` keeps packed row `packed` of the CTA whose heads start at h0 in sequence b:
+// its row of the workspace, [num_splits][B, H_q, Nq], so that the merge writes O in the API's layout.
+[[maybe_unused]] __device__ __forceinline__ std::int64_t partial_row(const PagedParams& p, int b, int h0, int packed,
+                                                   int split) {
+  int head, query;
+  unpack_row(packed, p.nq, p.heads_per_cta, head, query);
+  return static_cast<std::int64_t>(split) * p.rows + (static_cast<std::int64_t>(b) * p.h_q + h0 + head) * p.nq + query;
+}
+
 // The A fragments of Q for one row block (mma_sm80.cuh's layout: this lane holds rows g and g + 8,
 // columns 2t, 2t + 1, 2t + 8 and 2t + 9 of every 16 columns). Q is read once per CTA, so it goes
 // straight from global memory into registers. row_g and row_g8 point at the two rows; nullptr is

@@ -150,6 +150,23 @@ __device__ __forceinline__ void unpack_row(int r, int nq, int heads_per_cta, int
   query = r % nq;
 }
 
+// LSE_s of a row from its running max m (log2 units, as exp2f takes them) and its sum l:
+// (m + log2 l) ln 2, natural log as the API's LSE; -inf for a row that saw no key (l = 0).
+// SKELETON: [[maybe_unused]]
+__device__ __forceinline__ float split_lse(float m, float l) {
+  return (l > 0.0f) ? (m + log2f(l)) * kLn2F : -INFINITY;
+}
+
+// Where split `split` keeps packed row `packed` of the CTA whose heads start at h0 in sequence b:
+// its row of the workspace, [num_splits][B, H_q, Nq], so that the merge writes O in the API's layout.
+// SKELETON: [[maybe_unused]]
+__device__ __forceinline__ std::int64_t partial_row(const PagedParams& p, int b, int h0, int packed,
+                                                   int split) {
+  int head, query;
+  unpack_row(packed, p.nq, p.heads_per_cta, head, query);
+  return static_cast<std::int64_t>(split) * p.rows + (static_cast<std::int64_t>(b) * p.h_q + h0 + head) * p.nq + query;
+}
+
 // The A fragments of Q for one row block (mma_sm80.cuh's layout: this lane holds rows g and g + 8,
 // columns 2t, 2t + 1, 2t + 8 and 2t + 9 of every 16 columns). Q is read once per CTA, so it goes
 // straight from global memory into registers. row_g and row_g8 point at the two rows; nullptr is
@@ -258,7 +275,6 @@ __device__ __forceinline__ void write_partials_from_registers(const PagedParams&
   //! Sum each of the lane's two rows' l over the 4 lanes that hold the row, then write O / l and
   //! LSE_s = (m + log2 l) ln 2 where the shared-memory path below writes them (the same row of the
   //! workspace; 0 and -inf for a row with no key). Padding rows (r >= tile_rows) are not written.
-  constexpr float kNegInf = -INFINITY;
   const int g = lane / 4, t = lane % 4;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
@@ -266,17 +282,14 @@ __device__ __forceinline__ void write_partials_from_registers(const PagedParams&
     l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
     const int r = block * kBlockRows + g + 8 * h;
     if (r >= tile_rows) continue;
-    int head, query;
-    unpack_row(row0 + r, p.nq, p.heads_per_cta, head, query);
-    const std::int64_t row = static_cast<std::int64_t>(split) * p.rows +
-                             (static_cast<std::int64_t>(b) * p.h_q + h0 + head) * p.nq + query;
+    const std::int64_t row = partial_row(p, b, h0, row0 + r, split);
     float* out = p.o_partial + row * D + 2 * t;
 #pragma unroll
     for (int j = 0; j < D / 8; ++j) {
       const float2 v = (l[h] > 0.0f) ? make_float2(o[j][2 * h] / l[h], o[j][2 * h + 1] / l[h]) : make_float2(0.0f, 0.0f);
       *reinterpret_cast<float2*>(out + 8 * j) = v;
     }
-    if (t == 0) p.lse_partial[row] = (l[h] > 0.0f) ? (m[h] + log2f(l[h])) * kLn2F : kNegInf;
+    if (t == 0) p.lse_partial[row] = split_lse(m[h], l[h]);
   }
   // END SOLUTION
 }
@@ -498,12 +511,9 @@ __global__ void __launch_bounds__(kThreads, 2) paged_split_kernel(const PagedPar
       l_all = fmaf(c, l_s[w][rr], l_all);
       acc = fmaf(c, o_s[(w * kBlockRows + rr) * D + col], acc);
     }
-    int head, query;
-    unpack_row(row0 + r, p.nq, p.heads_per_cta, head, query);
-    const std::int64_t row = static_cast<std::int64_t>(split) * p.rows +
-                             (static_cast<std::int64_t>(b) * p.h_q + h0 + head) * p.nq + query;
+    const std::int64_t row = partial_row(p, b, h0, row0 + r, split);
     p.o_partial[row * D + col] = (l_all > 0.0f) ? acc / l_all : 0.0f;
-    if (col == 0) p.lse_partial[row] = (l_all > 0.0f) ? (m_all + log2f(l_all)) * kLn2F : kNegInf;
+    if (col == 0) p.lse_partial[row] = split_lse(m_all, l_all);
   }
   // END SOLUTION
 }
