@@ -137,6 +137,10 @@ for top, _, files in os.walk(sys.argv[1]):
         except UnicodeDecodeError as e:
             sys.exit(f"{p}: {e}")
 EOF
+# One line per submission as it ends, counted 1..N once each whatever the order the jobs end in.
+counts=$(grep -oE '^\[course\] +[0-9]+/[0-9]+ ' "$work/one.txt" | grep -oE '[0-9]+/[0-9]+' | sort -n | tr '\n' ' ')
+expected=$(for ((i = 1; i <= ${#made[@]}; i++)); do printf '%s/%s ' "$i" "${#made[@]}"; done)
+[ "$counts" = "$expected" ] || fail "the submissions' lines are not counted 1..${#made[@]}: $counts"
 [ -d "$work/builds" ] || fail "grade-all did not build in COURSE_SUBMISSION_BUILDS ($work/builds)"
 left=$(find "$work/builds" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)
 [ "$left" = 0 ] || fail "$left build folders were left under $work/builds"
