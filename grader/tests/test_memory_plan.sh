@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# grade-all's share of the memory (./course's share_memory) over a grid of machines: what grading
-# may use (COURSE_GRADING_MEMORY_MB), --jobs, cores, with and without GPU labs. Whatever
+# grade-all's share of the memory and the disk (./course's share_memory and share_disk) over a grid
+# of machines: what grading may use (COURSE_GRADING_MEMORY_MB, COURSE_GRADING_DISK_MB), --jobs,
+# cores, with and without GPU labs. Whatever
 # the jobs run at one time (each job either its lab process, with its /tmp and /dev/shm, or its
 # compiles with their /tmp) must fit in what grading may use, with as many jobs as fit, none
 # below what an honest job needs (the floors in ./course: a compile 1536 MiB, a job 2048 MiB, a
@@ -23,8 +24,8 @@ check_plans() {  # $1 = a ./course; prints the failures, returns 1 where there a
       local floor=$((gpu == 1 ? 4608 : 2048))
       for want in 1 2 3 4 8 16 64; do
         for cores in 1 2 16 128; do
-          line=$(COURSE_GRADING_MEMORY_MB=$total "$course" _memory-plan "$want" "$cores" "$gpu" | tail -n 1)
-          read -r _ jobs _ build_jobs _ lab _ data _ tmp _ compile _ build_tmp <<< "$line"
+          line=$(COURSE_GRADING_MEMORY_MB=$total COURSE_GRADING_DISK_MB=1000000 "$course" _memory-plan "$want" "$cores" "$gpu" | tail -n 1)
+          read -r _ jobs _ build_jobs _ lab _ data _ tmp _ compile _ build_tmp _ _ _ _ <<< "$line"
           local fits=$((total / floor))
           [ "$fits" -ge 1 ] || fits=1
           local expect=$((want < fits ? want : fits))
@@ -46,12 +47,34 @@ check_plans() {  # $1 = a ./course; prints the failures, returns 1 where there a
       done
     done
   done
-  out=$(COURSE_GRADING_MEMORY_MB=1000 "$course" _memory-plan 4 2 0)
+  # The disk: each job's build folder and what a build step may write before its quota is checked.
+  local disk quota file
+  for disk in 300 3000 20000 500000; do
+    for want in 1 2 3 8 64; do
+      for cores in 1 16; do
+        line=$(COURSE_GRADING_MEMORY_MB=1000000 COURSE_GRADING_DISK_MB=$disk "$course" _memory-plan "$want" "$cores" 0 | tail -n 1)
+        read -r _ jobs _ build_jobs _ _ _ _ _ _ _ _ _ _ _ quota _ file <<< "$line"
+        local fits=$((disk / 512))
+        [ "$fits" -ge 1 ] || fits=1
+        local expect=$((want < fits ? want : fits)) why=""
+        local held=$((quota + build_jobs * (file > 64 ? file : 0)))  # a file at its 64 MiB floor aside
+        [ "$jobs" = "$expect" ] || why="$jobs jobs at a time, not $expect"
+        [ $((jobs * held)) -le $((disk > 512 ? disk : 512)) ] || why="$why; $jobs build folders of $held MiB exceed $disk"
+        [ "$quota" -ge 256 ] && [ "$quota" -le 4096 ] && [ "$file" -ge 64 ] && [ "$file" -le 1024 ] ||
+          why="$why; a quota of $quota MiB, files of $file"
+        if [ -n "$why" ]; then
+          echo "  disk $disk MiB, --jobs $want, $cores cores: ${why#; }"; bad=$((bad + 1))
+        fi
+      done
+    done
+  done
+  out=$(COURSE_GRADING_MEMORY_MB=1000 COURSE_GRADING_DISK_MB=1000000 "$course" _memory-plan 4 2 0)
   grep -q "warning: grading may use 1000 MiB (COURSE_GRADING_MEMORY_MB sets it), less than one job" <<< "$out" ||
     { echo "  no warning: $out"; bad=$((bad + 1)); }
   grep -q "^jobs 1 " <<< "$out" || { echo "  not one job: $out"; bad=$((bad + 1)); }
-  out=$(COURSE_GRADING_MEMORY_MB=6144 COURSE_LAB_MEMORY_MB=700 COURSE_BUILD_MEMORY_MB=900 "$course" _memory-plan 3 2 0 | tail -n 1)
-  [[ "$out" == "jobs 3 build_jobs 1 lab 700 data "*" compile 900 "* ]] ||
+  out=$(COURSE_GRADING_MEMORY_MB=6144 COURSE_GRADING_DISK_MB=100000 COURSE_LAB_MEMORY_MB=700 COURSE_BUILD_MEMORY_MB=900 \
+        COURSE_BUILD_QUOTA_MB=300 "$course" _memory-plan 3 2 0 | tail -n 1)
+  [[ "$out" == "jobs 3 build_jobs 1 lab 700 data "*" compile 900 "*" quota 300 "* ]] ||
     { echo "  the environment's limits were not kept: $out"; bad=$((bad + 1)); }
   return "$((bad > 0))"
 }
@@ -70,4 +93,8 @@ plant "the lab's limit not shared" 'export COURSE_LAB_MEMORY_MB=${COURSE_LAB_MEM
 plant "the GPU lab's floor left out" '[ "$gpu" = 1 ] && [ "$floor" -lt "$gpu_floor" ] && floor=$gpu_floor' ':'
 plant "--jobs not lowered" 'elif [ "$njobs" -gt "$fit" ]; then' 'elif false; then'
 plant "compiles not lowered" '[ "$build_jobs" -le "$most" ] || build_jobs=$most' ':'
+plant "the build quota not shared" 'build_quota_mb=${COURSE_BUILD_QUOTA_MB:-$((half < 4096 ? half : 4096))}' 'build_quota_mb=4096'
+plant "--jobs not lowered for the disk" 'elif [ "$njobs" -gt "$fit" ]; then
+    say "--jobs $njobs needs more disk' 'elif false; then
+    say "--jobs $njobs needs more disk'
 echo "ok: every plan fits, and each planted bug was caught"
