@@ -34,6 +34,7 @@ before=$(cd "$subs/honest" && find . -type f -print0 | sort -z | xargs -0 sha256
 COURSE_GRADING_MEMORY_MB=6144 "$root/course" grade-all "$subs" --labs 1,2 --jobs 4 --out "$work/out" > "$work/grade-all.txt" 2>&1
 cat "$work/grade-all.txt"
 grep -q "holds 3 jobs of 2048 MiB" "$work/grade-all.txt" && grep -q "3 at a time, each with 2048 MiB" "$work/grade-all.txt" || fail "grade-all did not lower --jobs to what 6 GiB holds"
+grep -q "each job's build folder may hold" "$work/grade-all.txt" || fail "grade-all did not share the disk among its jobs"
 hog_log=$work/out/submissions/memory_hog/lab1/lab-process.log
 grep -q "with 1536 MiB of address space" "$hog_log" ||
   fail "the memory hog's lab process did not get a third of 6 GiB less its /tmp: $(head -n 1 "$hog_log" 2>/dev/null)"

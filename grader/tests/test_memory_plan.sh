@@ -69,7 +69,7 @@ check_plans() {  # $1 = a ./course; prints the failures, returns 1 where there a
     done
   done
   out=$(COURSE_GRADING_MEMORY_MB=1000 COURSE_GRADING_DISK_MB=1000000 "$course" _memory-plan 4 2 0)
-  grep -q "warning: grading may use 1000 MiB (COURSE_GRADING_MEMORY_MB sets it), less than one job" <<< "$out" ||
+  grep -q "warning: grading may use 1000 MiB of memory (COURSE_GRADING_MEMORY_MB sets it), less than one job" <<< "$out" ||
     { echo "  no warning: $out"; bad=$((bad + 1)); }
   grep -q "^jobs 1 " <<< "$out" || { echo "  not one job: $out"; bad=$((bad + 1)); }
   out=$(COURSE_GRADING_MEMORY_MB=6144 COURSE_GRADING_DISK_MB=100000 COURSE_LAB_MEMORY_MB=700 COURSE_BUILD_MEMORY_MB=900 \
@@ -91,10 +91,9 @@ plant() {  # $1 = what is planted, $2 = FROM, $3 = TO: the copy must fail
 }
 plant "the lab's limit not shared" 'export COURSE_LAB_MEMORY_MB=${COURSE_LAB_MEMORY_MB:-$((rest < 8192 ? rest : 8192))}' 'export COURSE_LAB_MEMORY_MB=8192'
 plant "the GPU lab's floor left out" '[ "$gpu" = 1 ] && [ "$floor" -lt "$gpu_floor" ] && floor=$gpu_floor' ':'
-plant "--jobs not lowered" 'elif [ "$njobs" -gt "$fit" ]; then' 'elif false; then'
+plant "--jobs not lowered" 'if [ "$njobs" -gt "$fit" ]; then' 'if false; then'
 plant "compiles not lowered" '[ "$build_jobs" -le "$most" ] || build_jobs=$most' ':'
 plant "the build quota not shared" 'build_quota_mb=${COURSE_BUILD_QUOTA_MB:-$((half < 4096 ? half : 4096))}' 'build_quota_mb=4096'
-plant "--jobs not lowered for the disk" 'elif [ "$njobs" -gt "$fit" ]; then
-    say "--jobs $njobs needs more disk' 'elif false; then
-    say "--jobs $njobs needs more disk'
+plant "the disk's jobs not fitted" 'fit_jobs "$disk_total" "$min_job_disk_mb" "disk for its builds" COURSE_GRADING_DISK_MB ||
+    disk_total=$min_job_disk_mb' ':'
 echo "ok: every plan fits, and each planted bug was caught"
