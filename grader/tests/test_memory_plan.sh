@@ -17,29 +17,44 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 source "$(dirname "$0")/course_copy.sh"
 
+declare -A p  # the figures of one plan, by name (plan)
+plan() {  # $1 = a ./course, $2 = memory MiB, $3 = disk MiB, $4 = --jobs, $5 = cores, $6 = GPU labs (0|1)
+  local line name value
+  line=$(COURSE_GRADING_MEMORY_MB=$2 COURSE_GRADING_DISK_MB=$3 "$1" _memory-plan "$4" "$5" "$6" | tail -n 1)
+  p=()
+  set -- $line
+  while [ $# -ge 2 ]; do p[$1]=$2; shift 2; done
+  p[line]=$line
+}
+# The jobs that TOTAL MiB hold at FLOOR MiB each, at most WANT and at least one.
+expected_jobs() {  # $1 = WANT, $2 = TOTAL, $3 = FLOOR
+  local fits=$(($2 / $3))
+  [ "$fits" -ge 1 ] || fits=1
+  echo $(($1 < fits ? $1 : fits))
+}
+
 check_plans() {  # $1 = a ./course; prints the failures, returns 1 where there are any
-  local course=$1 bad=0 total gpu want cores line jobs build_jobs lab data tmp compile build_tmp out
+  local course=$1 bad=0 total gpu want cores disk out why
   for total in 2500 6144 17000 64000 200000 1000000; do
     for gpu in 0 1; do
       local floor=$((gpu == 1 ? 4608 : 2048))
       for want in 1 2 3 4 8 16 64; do
         for cores in 1 2 16 128; do
-          line=$(COURSE_GRADING_MEMORY_MB=$total COURSE_GRADING_DISK_MB=1000000 "$course" _memory-plan "$want" "$cores" "$gpu" | tail -n 1)
-          read -r _ jobs _ build_jobs _ lab _ data _ tmp _ compile _ build_tmp _ _ _ _ <<< "$line"
-          local fits=$((total / floor))
-          [ "$fits" -ge 1 ] || fits=1
-          local expect=$((want < fits ? want : fits))
+          plan "$course" "$total" 1000000 "$want" "$cores" "$gpu"
+          local jobs=${p[jobs]} lab=${p[lab]} data=${p[data]} tmp=${p[tmp]} compile=${p[compile]}
           local lab_process=$(( (gpu == 1 && data > lab ? data : lab) + 2 * tmp ))
-          local build=$((build_jobs * compile + build_tmp))
-          local running=$((lab_process > build ? lab_process : build)) why=""
+          local build=$((p[build_jobs] * compile + p[build_tmp]))
+          local running=$((lab_process > build ? lab_process : build)) expect
+          expect=$(expected_jobs "$want" "$total" "$floor")
+          why=""
           [ "$jobs" = "$expect" ] || why="$jobs jobs at a time, not $expect"
           [ $((jobs * running)) -le $((total > floor ? total : floor)) ] || why="$why; $jobs jobs of $running MiB exceed $total"
           [ "$compile" -ge 1536 ] && [ "$lab" -ge 1024 ] || why="$why; a compile gets $compile MiB, a lab $lab"
           [ "$gpu" = 0 ] || [ "$data" -ge 4096 ] || why="$why; a GPU lab gets $data MiB"
-          [ "$build_jobs" -ge 1 ] && [ "$build_jobs" -le $(( (cores + jobs - 1) / jobs )) ] ||
-            why="$why; $build_jobs compiles at a time"
+          [ "${p[build_jobs]}" -ge 1 ] && [ "${p[build_jobs]}" -le $(( (cores + jobs - 1) / jobs )) ] ||
+            why="$why; ${p[build_jobs]} compiles at a time"
           [ "$lab" -le 8192 ] && [ "$data" -le 16384 ] && [ "$compile" -le 16384 ] && [ "$tmp" -le 256 ] ||
-            why="$why; above the defaults: $line"
+            why="$why; above the defaults: ${p[line]}"
           if [ -n "$why" ]; then
             echo "  $total MiB, GPU labs $gpu, --jobs $want, $cores cores: ${why#; }"; bad=$((bad + 1))
           fi
@@ -48,16 +63,14 @@ check_plans() {  # $1 = a ./course; prints the failures, returns 1 where there a
     done
   done
   # The disk: each job's build folder and what a build step may write before its quota is checked.
-  local disk quota file
   for disk in 300 3000 20000 500000; do
     for want in 1 2 3 8 64; do
       for cores in 1 16; do
-        line=$(COURSE_GRADING_MEMORY_MB=1000000 COURSE_GRADING_DISK_MB=$disk "$course" _memory-plan "$want" "$cores" 0 | tail -n 1)
-        read -r _ jobs _ build_jobs _ _ _ _ _ _ _ _ _ _ _ quota _ file <<< "$line"
-        local fits=$((disk / 512))
-        [ "$fits" -ge 1 ] || fits=1
-        local expect=$((want < fits ? want : fits)) why=""
-        local held=$((quota + build_jobs * (file > 64 ? file : 0)))  # a file at its 64 MiB floor aside
+        plan "$course" 1000000 "$disk" "$want" "$cores" 0
+        local jobs=${p[jobs]} quota=${p[quota]} file=${p[file]} expect
+        local held=$((quota + p[build_jobs] * (file > 64 ? file : 0)))  # a file at its 64 MiB floor aside
+        expect=$(expected_jobs "$want" "$disk" 512)
+        why=""
         [ "$jobs" = "$expect" ] || why="$jobs jobs at a time, not $expect"
         [ $((jobs * held)) -le $((disk > 512 ? disk : 512)) ] || why="$why; $jobs build folders of $held MiB exceed $disk"
         [ "$quota" -ge 256 ] && [ "$quota" -le 4096 ] && [ "$file" -ge 64 ] && [ "$file" -le 1024 ] ||
