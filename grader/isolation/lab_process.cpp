@@ -455,6 +455,13 @@ void LabProcess::start() {
     throw LabFailure(std::string("cannot make pipes: ") + std::strerror(error));
   }
   const int log_fd = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  // A start that cannot go on: the pipes and the log are closed, and `why` is what the checks say.
+  // (Callers pass strerror(errno) in `why`, built before anything here is closed.)
+  const auto give_up = [&](const std::string& why) {
+    for (int fd : {request[0], request[1], reply[0], reply[1], log_fd})
+      if (fd >= 0) close(fd);
+    throw LabFailure(why);
+  };
   const bool drop = geteuid() == 0 && env_or("COURSE_DROP_PRIVILEGES", "1") != "0";
   const uid_t uid = uid_t(env_long("COURSE_LAB_UID", 65534));
   const bool gpu = course_grader_of_gpu_lab && course_grader_of_gpu_lab();
@@ -514,8 +521,8 @@ void LabProcess::start() {
                                                   : "in bubblewrap's namespaces (its /tmp unsized: bubblewrap < 0.8), ") +
                       (want_filter ? "under the system-call filter, " : "without the system-call filter, ") +
                       (drop ? "as uid " + std::to_string(uid) : "as the grader's user") +
-                      (tool_.empty() ? std::string() : ", run by " + tool_[0]) + memory_limits(memory_mb, data_mb) +
-                      "\n";
+                      (tool_.empty() ? std::string() : ", run by " + tool_[0]) +
+                      memory_limits(memory_mb, data_mb) + "\n";
     (void)!::write(log_fd, how.data(), how.size());
   }
   std::vector<char*> sandbox_argv;
@@ -531,22 +538,15 @@ void LabProcess::start() {
     // The lab's user starts the tool (and bubblewrap, as that user, binds its installation): a
     // tool in a folder closed to other users would fail every check with a launch error that
     // reads like the lab's fault, so it is named here instead.
-    if (!runnable_by(uid, tool_[0])) {
-      for (int fd : {request[0], request[1], reply[0], reply[1], log_fd})
-        if (fd >= 0) close(fd);
-      throw LabFailure("COURSE_LAB_TOOL's " + tool_[0] + " cannot be run by the lab process's user (uid " +
-                       std::to_string(uid) + "): a folder on its way is closed to other users. Install the "
-                       "tool where every user may run it (as under /usr/local or /opt)");
-    }
+    if (!runnable_by(uid, tool_[0]))
+      give_up("COURSE_LAB_TOOL's " + tool_[0] + " cannot be run by the lab process's user (uid " +
+              std::to_string(uid) + "): a folder on its way is closed to other users. Install the tool "
+              "where every user may run it (as under /usr/local or /opt)");
     remove_copy(program_copy_dir_);
     program_copy_dir_ = reachable_copy(binary_, program);
-    if (program_copy_dir_.empty()) {
-      const std::string why = std::strerror(errno);
-      for (int fd : {request[0], request[1], reply[0], reply[1], log_fd})
-        if (fd >= 0) close(fd);
-      throw LabFailure("the grader could not copy the program of " + who_ + " where " + tool_[0] +
-                       " can start it as uid " + std::to_string(uid) + " (in /tmp): " + why);
-    }
+    if (program_copy_dir_.empty())
+      give_up("the grader could not copy the program of " + who_ + " where " + tool_[0] +
+              " can start it as uid " + std::to_string(uid) + " (in /tmp): " + std::strerror(errno));
   }
   tool_args.push_back(program);
   std::vector<char*> tool_argv;
@@ -582,12 +582,7 @@ void LabProcess::start() {
                       !namespaced_ && !tool_.empty() ? tool_argv.data() : nullptr,
                       launcher_path().c_str(), envp.data()};
   const pid_t pid = fork();
-  if (pid < 0) {
-    const int error = errno;
-    for (int fd : {request[0], request[1], reply[0], reply[1], log_fd})
-      if (fd >= 0) close(fd);
-    throw LabFailure(std::string("cannot fork: ") + std::strerror(error));
-  }
+  if (pid < 0) give_up(std::string("cannot fork: ") + std::strerror(errno));
   if (pid == 0) become_lab_process(launch, request[0], reply[1], log_fd < 0 ? 2 : log_fd);
   close(request[0]);
   close(reply[1]);
