@@ -1,7 +1,8 @@
 // The system-call filter of a lab process (seccomp_filter.hpp), CPU and GPU rules, call by call:
 // a child process installs it and tries what a hostile lab would (each must fail with EPERM) and
-// what a lab needs (each must work). The parent reports. With COURSE_FILTER_TEST=unfiltered the child installs
-// nothing: the test must then fail, which shows that its checks can.
+// what a lab needs (each must work). The parent reports. With COURSE_FILTER_TEST=unfiltered the children install
+// nothing, with =unfiltered-gpu the GPU rules' child alone: the test must then fail, which shows
+// that its checks can.
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
@@ -128,7 +129,11 @@ bool passes_in_child(const isolation::FilterRules& rules, bool unfiltered, Check
 
 int main() {
   std::setvbuf(stdout, nullptr, _IONBF, 0);  // the child ends with _exit: nothing may wait in a buffer
-  const bool unfiltered = std::getenv("COURSE_FILTER_TEST") && std::strcmp(std::getenv("COURSE_FILTER_TEST"), "unfiltered") == 0;
+  // "unfiltered": neither child installs its filter; "unfiltered-gpu": only the GPU rules' child
+  // runs without it, so the GPU checks alone must make the test fail.
+  const char* mode = std::getenv("COURSE_FILTER_TEST");
+  const bool unfiltered = mode && std::strcmp(mode, "unfiltered") == 0;
+  const bool gpu_unfiltered = unfiltered || (mode && std::strcmp(mode, "unfiltered-gpu") == 0);
   if (!isolation::SeccompProgram::supported()) {
     std::printf("SKIPPED: no seccomp filter on this platform\n");
     return 77;
@@ -142,7 +147,7 @@ int main() {
   }
   const bool cpu_ok = passes_in_child({/*gpu=*/false, /*trace=*/false, /*allow_exec_fd=*/true}, unfiltered,
                                       [&] { return run_checks(parent, scratch_fd); });
-  const bool gpu_ok = passes_in_child({/*gpu=*/true, /*trace=*/false, /*allow_exec_fd=*/true}, unfiltered,
+  const bool gpu_ok = passes_in_child({/*gpu=*/true, /*trace=*/false, /*allow_exec_fd=*/true}, gpu_unfiltered,
                                       [&] { return run_gpu_checks(parent, scratch); });
   close(scratch_fd);
   unlink(scratch);
