@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "course/errors.hpp"
+#include "file_rules.hpp"
 #include "seccomp_filter.hpp"
 #include "task_limit.hpp"
 #include "worker.hpp"
@@ -117,6 +118,25 @@ std::vector<std::string> sandbox_options(bool gpu) {
   return o;
 }
 
+// The course's paths that no lab may see, real paths: the source tree (the solutions), the trusted
+// build (the solutions' lab processes), and the grader's own folder (the build, where it was moved).
+std::vector<std::string> course_paths() {
+  std::vector<std::string> course;
+  std::string grader_folder = "/proc/self/exe";
+  if (char* real = realpath(grader_folder.c_str(), nullptr)) {
+    grader_folder = real;
+    grader_folder.erase(grader_folder.rfind('/'));
+    std::free(real);
+  }
+  for (const char* p : {grader_folder.c_str(), COURSE_SOURCE_DIR, COURSE_BINARY_DIR}) {
+    if (char* real = realpath(p, nullptr)) {
+      course.emplace_back(real);
+      std::free(real);
+    }
+  }
+  return course;
+}
+
 // The installation that holds a tool (compute-sanitizer: TOOLKIT/bin/..., or
 // TOOLKIT/compute-sanitizer/...), to be bound into the sandbox: "" where /usr already holds it.
 std::string tool_root(const std::string& tool) {
@@ -124,14 +144,7 @@ std::string tool_root(const std::string& tool) {
   if (!real) return "";
   std::string path = real;
   std::free(real);
-  std::vector<std::string> course;
-  for (const char* p : {"/proc/self/exe", COURSE_SOURCE_DIR}) {  // the grader (in the build), the tree
-    if (char* real_p = realpath(p, nullptr)) {
-      course.emplace_back(real_p);
-      std::free(real_p);
-    }
-  }
-  return tool_folder_to_bind(path, course);
+  return tool_folder_to_bind(path, course_paths());
 }
 
 // The folders are named /tmp/course-lab-program-PID-XXXXXX, PID the grader's that made them:
@@ -249,6 +262,7 @@ struct Launch {
   long data_mb;                   // private writable memory, the heap included (GPU labs), 0: none
   rlim_t most_tasks;              // RLIMIT_NPROC without namespaces (task_limit.hpp), 0: none
   SeccompProgram* filter;         // installed before exec (CPU labs, no sandbox), or nullptr
+  int file_rules;                 // Landlock's ruleset without namespaces (file_rules.hpp), or -1
   char* const* sandbox_argv;      // bubblewrap ... lab_launcher, or nullptr: no namespaces
   char* const* tool_argv;         // without namespaces: the tool and its options, then the
                                   // program (run_under), or nullptr
@@ -272,6 +286,9 @@ struct Launch {
     if ((high[i] = fcntl(sources[i], F_DUPFD, 64)) < 0) _exit(127);
   for (int i = 0; i < 5; ++i)
     if (dup2(high[i], i) != i) _exit(127);
+  // Without namespaces, the file-system rules before anything else is opened: the program (a rule
+  // of its own lets it be read and run) and, through it, every file the lab touches.
+  if (l.file_rules >= 0 && !FileRules::apply(l.file_rules)) _exit(125);
   // Everything from 5 up closed: close_range where the kernel has it (Linux 5.9), else a loop.
 #ifdef SYS_close_range
   if (syscall(SYS_close_range, 5u, ~0u, 0u) != 0)
@@ -512,6 +529,12 @@ void LabProcess::start() {
     filter = std::make_unique<SeccompProgram>(FilterRules{gpu, false, /*allow_exec_fd=*/true});
   }
   namespaced_ = !sandbox_args.empty();
+  // Without namespaces the machine's files are in view: Landlock's rules give the sandbox's view
+  // instead (file_rules.hpp), wherever the filter is installed (COURSE_LANDLOCK=off leaves them
+  // out, to show what they stop).
+  std::unique_ptr<FileRules> file_rules;
+  if (!namespaced_ && want_filter && env_or("COURSE_LANDLOCK", "on") != "off")
+    file_rules = std::make_unique<FileRules>(binary_, gpu, course_paths());
   lab_pid_ = -1;
   if (!said_how_ && log_fd >= 0) {
     said_how_ = true;
@@ -520,6 +543,9 @@ void LabProcess::start() {
                                   : g_sized_tmpfs ? "in bubblewrap's namespaces, "
                                                   : "in bubblewrap's namespaces (its /tmp unsized: bubblewrap < 0.8), ") +
                       (want_filter ? "under the system-call filter, " : "without the system-call filter, ") +
+                      (!file_rules              ? ""
+                       : file_rules->ready() ? "within Landlock's file rules, "
+                                             : "without file rules (no Landlock here: it sees the machine's files), ") +
                       (drop ? "as uid " + std::to_string(uid) : "as the grader's user") +
                       (tool_.empty() ? std::string() : ", run by " + tool_[0]) +
                       memory_limits(memory_mb, data_mb) + "\n";
@@ -577,7 +603,7 @@ void LabProcess::start() {
   const rlim_t most_tasks =
       namespaced_ || task_allowance <= 0 ? 0 : rlim_t(tasks_of_user(drop ? uid : getuid()) + allowance);
   const Launch launch{program.c_str(), start_in.c_str(), drop, uid, cpu, memory_mb, data_mb, most_tasks,
-                      filter.get(),
+                      filter.get(), file_rules ? file_rules->fd() : -1,
                       namespaced_ ? sandbox_argv.data() : nullptr,
                       !namespaced_ && !tool_.empty() ? tool_argv.data() : nullptr,
                       launcher_path().c_str(), envp.data()};

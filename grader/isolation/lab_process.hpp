@@ -20,7 +20,8 @@
 //     working directory, and only four descriptors: /dev/null, its log (stdout and stderr), the
 //     request pipe and the reply pipe.
 // Without bubblewrap's namespaces (COURSE_SANDBOX=filter, or where bubblewrap cannot make them:
-// inside many containers) a GPU lab's filter keeps prlimit, sched_set* and setpriority on other
+// inside many containers) Landlock's file rules give the lab process the sandbox's view of the
+// files, read-only (file_rules.hpp), where the kernel has Landlock; a GPU lab's filter keeps prlimit, sched_set* and setpriority on other
 // processes of its user, and every lab process runs as that one user: GPU labs are best graded
 // with the namespaces; their limit on threads is then shared (task_limit.hpp).
 // A call that crashes, hangs past its time limit, replies nonsense or ends in an error that

@@ -1,0 +1,49 @@
+// The file-system rules of a lab process that runs without bubblewrap's namespaces (Landlock,
+// Linux 5.13 and up; no privilege needed). Without namespaces the lab process sees the machine's
+// files: the system-call filter keeps a CPU lab from writing, but it could read whatever its user
+// may read, the course's solutions and trusted build among them (inside many containers, such as
+// an autograder's, bubblewrap cannot make namespaces and this is how labs are graded). These rules
+// give it the view bubblewrap's sandbox gives (lab_process.cpp, sandbox_options), read-only:
+//   - read and run beneath /usr, /bin, /sbin, /lib, /lib64 and /lib32, and read /etc/ld.so.cache;
+//   - read /proc; a GPU lab also /sys, and write /proc (its driver names its threads there);
+//   - read and write the device files a program needs (/dev/null, zero, full, random, urandom),
+//     and a GPU lab the NVIDIA ones;
+//   - read and run its own program, and nothing else: no other file, no folder made, nothing
+//     removed or renamed, anywhere.
+// A folder that holds one of the course's paths (its source tree, its build) is never allowed as a
+// whole: its other entries are, one by one, down to the course's own folder, which is left out.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace isolation {
+
+// The paths that the rules allow reading beneath `folder` without reaching any of `course`:
+// `folder` itself where it holds none of them; else, for each entry of it (in the order readdir
+// gives), the same again; nothing for a folder that is one of `course`.
+std::vector<std::string> paths_beside(const std::string& folder, const std::vector<std::string>& course);
+
+class FileRules {
+ public:
+  // Built in the grader, before the fork: the ruleset for a lab process that runs `program`, a
+  // GPU lab's or a CPU lab's, never reaching any of `course`.
+  FileRules(const std::string& program, bool gpu, const std::vector<std::string>& course);
+  ~FileRules();
+  FileRules(const FileRules&) = delete;
+  FileRules& operator=(const FileRules&) = delete;
+  // False where this kernel has no Landlock (then the lab process runs without these rules, and
+  // its log says so) or the ruleset could not be made.
+  bool ready() const { return fd_ >= 0; }
+  // The ruleset's descriptor (above 63, so that the child's moves of 0-4 never take its number).
+  int fd() const { return fd_; }
+
+  // In the child, between fork and exec (only system calls): no_new_privs, then the ruleset for
+  // this thread, inherited by the program it runs. False where the kernel refused it.
+  static bool apply(int fd);
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace isolation
