@@ -7,13 +7,16 @@
 #   run_autograder   copied from source/, as Gradescope copies it; run from the root
 #   submission/      one submission at a time
 #   results/         where run_autograder must leave results.json
-# Three submissions are graded:
+# Four submissions are graded (the last one twice):
 #   solution   the solutions' lab folders, at the top of the submission: full marks
 #   skeleton   the unedited skeletons, in a labs/ folder: nothing, every check failed, and each
 #              lab says "not implemented"
 #   hostile    a lab 1 that includes the solution of the unpacked course by its absolute path
 #              (what a student could aim at under /autograder/source) and a skeleton lab 2:
 #              nothing, lab 1 rejected when it is built
+#   reader     graded without namespaces (COURSE_SANDBOX=filter, as in a container where
+#              bubblewrap cannot make them): a lab 1 that reads that solution at run time, kept
+#              out of the results by Landlock's file rules, and back in them without the rules
 # Each results.json must be valid against grader/gradescope/results_schema.json (Gradescope's
 # format), grade labs 1 and 2 and no other, and add up. Before that, the validator must reject a
 # few broken results files: a check that cannot fail proves nothing.
@@ -25,6 +28,7 @@ repo=$(cd "$1" && pwd)
 schema=$repo/grader/gradescope/results_schema.json
 validate=$repo/grader/gradescope/validate_json.py
 work=$(mktemp -d)
+chmod 711 "$work"  # as /autograder is: other users may pass through (the lab processes run as nobody)
 failures=0
 # The files are kept when the test fails: the logs and the build folders say why.
 clean_up() { if [ $failures = 0 ]; then rm -rf "$work"; else echo "kept for a look: $work"; fi; }
@@ -133,7 +137,7 @@ done
 cp "$ag/source/run_autograder" "$ag/run_autograder"
 [ -x "$ag/run_autograder" ] || stop "run_autograder is not executable"
 
-# --- Three submissions.
+# --- The submissions.
 submit() {  # NAME: grades $ag/submission; the results in $work/NAME.json, the output in NAME.log
   local name=$1
   rm -rf "$ag/results"
@@ -226,6 +230,40 @@ cp -r "$repo/labs/lab1_softmax" "$ag/submission/"
 printf '#include "%s"\n' "$ag/source/course/solutions/lab1_softmax/softmax.cpp" > "$ag/submission/lab1_softmax/softmax.cpp"
 ln -s "$ag/source/course/solutions/lab2_combine" "$ag/submission/lab2_combine"
 submit hostile && expect hostile rejected
+
+# A container where bubblewrap cannot make namespaces (COURSE_SANDBOX=filter, as it falls back
+# there): lab 1 reads the autograder's own copy of the solution at run time and sends it back in
+# its messages (grader/tests/attacks/read_the_solution.cpp); lab 2 is the solution. Landlock's file
+# rules must keep the solution out of the results; without them (COURSE_LANDLOCK=off) it must come
+# back, which shows that the check can fail.
+leaks() {  # NAME: 0 when $work/NAME.json holds a line of lab 1's solution
+  python3 - "$work/$1.json" "$repo/solutions/lab1_softmax/softmax.cpp" <<'EOF'
+import json, sys
+results, solution = sys.argv[1:]
+text = json.dumps(json.load(open(results, encoding="utf-8")))
+lines = [l.strip() for l in open(solution, encoding="utf-8") if len(l.strip()) > 30]
+sys.exit(0 if any(json.dumps(l)[1:-1] in text for l in lines) else 1)
+EOF
+}
+rm -rf "$ag/submission"; mkdir -p "$ag/submission"
+cp -r "$repo/labs/lab1_softmax" "$repo/solutions/lab2_combine" "$ag/submission/"
+"$repo/grader/tests/test_attack.sh" "$repo" "${COURSE_BUILD_DIR:-$repo/build}" read_the_solution \
+  --compose "$ag/submission/lab1_softmax/softmax.cpp" > /dev/null || stop "could not compose read_the_solution"
+sed -i "s|$repo/solutions/|$ag/source/course/solutions/|" "$ag/submission/lab1_softmax/softmax.cpp"
+if COURSE_SANDBOX=filter submit reader; then
+  grep -q "within Landlock's file rules" "$ag/results/course/lab1/lab-process.log" 2>/dev/null ||
+    echo "note: no Landlock here: $(head -n 1 "$ag/results/course/lab1/lab-process.log" 2>/dev/null)"
+  ! leaks reader || fail "reader: the solution came back in results.json without namespaces"
+  python3 - "$work/reader.json" <<'EOF' || fail "reader: lab 1 earned points, or lab 2 lost some"
+import json, sys
+tests = json.load(open(sys.argv[1], encoding="utf-8"))["tests"]
+lab = lambda n, key: sum(t[key] for t in tests if t["number"] == n)
+sys.exit(0 if lab("1", "score") == 0 and lab("2", "score") == lab("2", "max_score") > 0 else 1)
+EOF
+fi
+if COURSE_SANDBOX=filter COURSE_LANDLOCK=off submit reader_without_file_rules; then
+  leaks reader_without_file_rules || fail "reader_without_file_rules: the solution did not come back, so the check above cannot fail"
+fi
 
 if [ $failures -gt 0 ]; then
   echo "gradescope end to end: $failures failure(s) (the logs of setup.sh and run_autograder are kept)"
