@@ -29,13 +29,13 @@ std::string real_path(const std::string& path) {
 }
 
 bool is_within(const std::string& path, const std::string& folder) {
-  return path == folder || path.rfind(folder + "/", 0) == 0;
+  return folder == "/" || path == folder || path.rfind(folder + "/", 0) == 0;
 }
 
 void collect(const std::string& path, const std::vector<std::string>& course, std::vector<std::string>& out) {
   // Its real path: a symbolic link (/lib -> usr/lib, or one into the course) is judged by where it leads.
   const std::string real = real_path(path);
-  if (real.empty() || real == "/") return;
+  if (real.empty()) return;
   bool holds = false;
   for (const std::string& c : course) {
     if (is_within(real, c)) return;  // the course's own folder, or inside it
@@ -49,7 +49,7 @@ void collect(const std::string& path, const std::vector<std::string>& course, st
   if (!dir) return;
   while (const dirent* e = readdir(dir)) {
     if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
-    collect(real + "/" + e->d_name, course, out);
+    collect((real == "/" ? "" : real) + "/" + e->d_name, course, out);
   }
   closedir(dir);
 }
@@ -111,15 +111,33 @@ void allow(int ruleset, const std::string& path, std::uint64_t rights, std::uint
   close(fd);
 }
 
-}  // namespace
-
-FileRules::FileRules(const std::string& program, bool gpu, const std::vector<std::string>& course) {
+// A new ruleset that decides `handled` (this kernel's rights), or -1 without Landlock.
+int new_ruleset(std::uint64_t& handled) {
   const long abi = syscall(SYS_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
-  if (abi < 1) return;
-  const std::uint64_t handled = handled_rights(int(abi));
+  if (abi < 1) return -1;
+  handled = handled_rights(int(abi));
   landlock_ruleset_attr attr{};
   attr.handled_access_fs = handled;
-  const int ruleset = int(syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0));
+  return int(syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0));
+}
+
+}  // namespace
+
+int build_rules(const std::vector<std::string>& hidden, const std::vector<std::string>& readable,
+                const std::vector<std::string>& writable) {
+  std::uint64_t handled = 0;
+  const int ruleset = new_ruleset(handled);
+  if (ruleset < 0) return -1;
+  for (const std::string& path : paths_beside("/", hidden)) allow(ruleset, path, kReadFolder, handled);
+  for (const std::string& path : readable) allow(ruleset, path, kReadFolder, handled);
+  for (const std::string& path : writable) allow(ruleset, path, handled, handled);
+  allow(ruleset, "/dev/null", kDevice, handled);
+  return ruleset;
+}
+
+FileRules::FileRules(const std::string& program, bool gpu, const std::vector<std::string>& course) {
+  std::uint64_t handled = 0;
+  const int ruleset = new_ruleset(handled);
   if (ruleset < 0) return;
   // The system's programs and libraries (as bubblewrap's sandbox binds them), never the course.
   for (const char* top : {"/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32"})
@@ -156,6 +174,9 @@ bool FileRules::apply(int fd) {
 
 #else
 
+int build_rules(const std::vector<std::string>&, const std::vector<std::string>&, const std::vector<std::string>&) {
+  return -1;
+}
 FileRules::FileRules(const std::string&, bool, const std::vector<std::string>&) {}
 FileRules::~FileRules() {}
 bool FileRules::apply(int) { return false; }

@@ -24,6 +24,14 @@ namespace isolation {
 // gives), the same again; nothing for a folder that is one of `course`.
 std::vector<std::string> paths_beside(const std::string& folder, const std::vector<std::string>& course);
 
+// A student build's rules where bubblewrap cannot make namespaces (the view of ./course's build
+// sandbox): read and run everything but what `hidden` holds (the course, the trusted build, the
+// other submissions), read beneath each of `readable` (the submission, the staged dependencies)
+// and do anything beneath each of `writable` (its build folder), and write /dev/null. The
+// ruleset's descriptor (apply it with FileRules::apply), or -1 where this kernel has no Landlock.
+int build_rules(const std::vector<std::string>& hidden, const std::vector<std::string>& readable,
+                const std::vector<std::string>& writable);
+
 class FileRules {
  public:
   // Built in the grader, before the fork: the ruleset for a lab process that runs `program`, a
