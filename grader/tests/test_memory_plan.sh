@@ -102,11 +102,11 @@ plant() {  # $1 = what is planted, $2 = FROM, $3 = TO: the copy must fail
   failures=$(check_plans "$work/course") && { echo "FAILED: the planted bug ($1) passed"; exit 1; }
   head -n 3 <<< "$failures"
 }
-plant "the lab's limit not shared" 'export COURSE_LAB_MEMORY_MB=${COURSE_LAB_MEMORY_MB:-$((rest < 8192 ? rest : 8192))}' 'export COURSE_LAB_MEMORY_MB=8192'
+plant "the lab's limit not shared" 'export COURSE_LAB_MEMORY_MB=${COURSE_LAB_MEMORY_MB:-$((rest < default_lab_memory_mb ? rest : default_lab_memory_mb))}' 'export COURSE_LAB_MEMORY_MB=8192'
 plant "the GPU lab's floor left out" '[ "$gpu" = 1 ] && [ "$floor" -lt "$gpu_floor" ] && floor=$gpu_floor' ':'
 plant "--jobs not lowered" 'if [ "$njobs" -gt "$fit" ]; then' 'if false; then'
 plant "compiles not lowered" '[ "$build_jobs" -le "$most" ] || build_jobs=$most' ':'
-plant "the build quota not shared" 'build_quota_mb=${COURSE_BUILD_QUOTA_MB:-$((half < 4096 ? half : 4096))}' 'build_quota_mb=4096'
+plant "the build quota not shared" 'build_quota_mb=${COURSE_BUILD_QUOTA_MB:-$((half < default_build_quota_mb ? half : default_build_quota_mb))}' 'build_quota_mb=4096'
 plant "the disk's jobs not fitted" 'fit_jobs "$disk_total" "$min_job_disk_mb" "disk for its builds" COURSE_GRADING_DISK_MB ||
     disk_total=$min_job_disk_mb' ':'
 echo "ok: every plan fits, and each planted bug was caught"
