@@ -28,10 +28,6 @@ std::string real_path(const std::string& path) {
   return r;
 }
 
-bool is_within(const std::string& path, const std::string& folder) {
-  return folder == "/" || path == folder || path.rfind(folder + "/", 0) == 0;
-}
-
 void collect(const std::string& path, const std::vector<std::string>& course, std::vector<std::string>& out) {
   // Its real path: a symbolic link (/lib -> usr/lib, or one into the course) is judged by where it leads.
   const std::string real = real_path(path);
@@ -55,6 +51,10 @@ void collect(const std::string& path, const std::vector<std::string>& course, st
 }
 
 }  // namespace
+
+bool is_within(const std::string& path, const std::string& folder) {
+  return folder == "/" || path == folder || path.rfind(folder + "/", 0) == 0;
+}
 
 std::vector<std::string> paths_beside(const std::string& folder, const std::vector<std::string>& course) {
   std::vector<std::string> real_course;

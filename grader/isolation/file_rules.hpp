@@ -19,6 +19,9 @@
 
 namespace isolation {
 
+// Whether `path` is `folder` or lies beneath it (both real paths; everything lies beneath "/").
+bool is_within(const std::string& path, const std::string& folder);
+
 // The paths that the rules allow reading beneath `folder` without reaching any of `course`:
 // `folder` itself where it holds none of them; else, for each entry of it (in the order readdir
 // gives), the same again; nothing for a folder that is one of `course`.

@@ -894,7 +894,7 @@ std::string tool_folder_to_bind(const std::string& tool, const std::vector<std::
   const auto holds = [&course](const std::string& folder) {
     if (folder.size() <= 1) return true;  // "/" holds everything
     for (const std::string& path : course)
-      if (path == folder || path.rfind(folder + "/", 0) == 0) return true;
+      if (is_within(path, folder)) return true;
     return false;
   };
   const std::string own = parent(tool), root = parent(own);
