@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# ./course grade-all on a class of ten submissions of labs 1 and 2, as an instructor runs it,
+# ./course grade-all on a class of eleven submissions of labs 1 and 2, as an instructor runs it,
 # with the names a roster produces (quotes, ';', '$', spaces, a newline, non-ASCII, a leading '='
 # or '-'), and what a class hands in: solutions, skeletons, a build failure, a crash, a hang, a
-# partial tree, symbolic links into the course's solutions/, a stray file, one too large.
+# partial tree, a global symbol that the checks of lab code reject, symbolic links into the
+# course's solutions/, a stray file, one too large.
 # Asserted, in each part:
 #   - every submission gets a gradebook row with the points it earned and, where a lab could not
 #     be graded to the end, why; the exit code says that some could not be graded;
@@ -78,6 +79,8 @@ wanted partial && mkdir -p "$subs/partial" && cp -r "$root/solutions/lab1_softma
 wanted '=HYPERLINK("x")' && mkdir -p "$subs/=HYPERLINK(\"x\")" && ln -s "$root/solutions" "$subs/=HYPERLINK(\"x\")/labs"
 wanted "linked lab" && skeleton "$subs/linked lab" && rm -r "$subs/linked lab/lab1_softmax" &&
   ln -s "$root/solutions/lab1_softmax" "$subs/linked lab/lab1_softmax"
+wanted stray-symbol && solution "$subs/stray-symbol" &&  # vet-lab's rejection, its reason in the notes
+  echo 'int stray_global_symbol = 1;' >> "$subs/stray-symbol/lab1_softmax/softmax.cpp"
 wanted stray-file && echo "not a submission" > "$subs/stray-file"
 wanted too-big && solution "$subs/too-big" && head -c $((2 << 20)) /dev/zero > "$subs/too-big/core"
 
@@ -118,6 +121,7 @@ expect("'-hang", "0", "25", note="lab1: timed out")
 expect("partial", "21", "0", note="lab2: no folder lab2_combine")
 expect("'=HYPERLINK(\"x\")", "0", "0", note="symbolic link")
 expect("linked lab", "0", "0", note="lab1: not graded: lab1_softmax is a symbolic link")
+expect("stray-symbol", "0", "25", note="lab1: build failed: rejected by the grader's checks of lab code: softmax.cpp defines stray_global_symbol")
 expect("stray-file", "", "", graded="no", note="not a folder")
 expect("too-big", "", "", graded="no", note="over the limit of 1 MiB")
 if rows["o'brien"]["total"] != "46" or rows["o'brien"]["possible"] != "46":
@@ -151,11 +155,11 @@ echo "== --resume, nothing changed"
 cp "$book" "$work/before.csv"
 grade_all "$work/one" --jobs 2 --resume
 cmp "$book" "$work/before.csv" || fail "--resume changed the gradebook"
-[ "$(grep -c 'already graded' "$work/one.txt")" = 8 ] || fail "--resume did not keep the eight graded submissions"
+[ "$(grep -c 'already graded' "$work/one.txt")" = 9 ] || fail "--resume did not keep the nine graded submissions"
 
 echo "== --resume, one submission changed"
 cp -r "$root/solutions/lab2_combine" "$subs/partial/"
 grade_all "$work/one" --jobs 2 --resume
-[ "$(grep -c 'already graded' "$work/one.txt")" = 7 ] || fail "--resume did not grade the changed submission again"
+[ "$(grep -c 'already graded' "$work/one.txt")" = 8 ] || fail "--resume did not grade the changed submission again"
 grep -q '^partial,21,25,' "$book" || fail "the changed submission's row was not updated"
 echo "grade-all --jobs 1: every submission has its row, and --resume grades only what changed"
