@@ -13,12 +13,18 @@ soname=$(sed -n 's/.*(NEEDED).*\[\(libcudart\.so[^]]*\)\].*/\1/p' <<< "$dynamic"
 [ -n "$soname" ] || { echo "FAILED: $program does not load libcudart"; exit 1; }
 run_path=$(sed -n 's/.*Library \(runpath\|rpath\): \[\(.*\)\]/\2/p' <<< "$dynamic" | paste -sd:)
 IFS=: read -ra folders <<< "$run_path"
+linked=()  # the folders that hold it through a symbolic link
 for folder in "${folders[@]}"; do
   [ -e "$folder/$soname" ] || continue
   if [ "$(realpath "$folder")" = "$folder" ]; then
     echo "ok: $program finds $soname in $folder"
     exit 0
   fi
+  linked+=("$folder")
 done
-echo "FAILED: no folder of $program's run path ($run_path) that is real holds $soname"
+if [ ${#linked[@]} -gt 0 ]; then
+  echo "FAILED: $program's run path ($run_path) reaches $soname only through a symbolic link: ${linked[*]}"
+else
+  echo "FAILED: no folder of $program's run path (${run_path:-none}) holds $soname"
+fi
 exit 1
