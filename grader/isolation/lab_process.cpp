@@ -442,6 +442,16 @@ std::string describe_status(int status, bool namespaced) {
   return "stopped";
 }
 
+// A program that the dynamic loader could not start says so in its output; that is the
+// machine's setup, not the lab's code, and the student is told so.
+std::string loader_hint(const std::string& output) {
+  if (output.find("error while loading shared libraries") == std::string::npos) return "";
+  return "; the lab's program could not load a shared library it needs: the lab process sees the "
+         "system's folders only (/usr, /lib and the like), so a library elsewhere, such as a CUDA "
+         "toolkit under /opt or in a conda environment, is out of its reach. That is this machine's "
+         "setup, not the lab's code: on your own machine, COURSE_SANDBOX=off grades without the sandbox";
+}
+
 }  // namespace
 
 LabProcess::LabProcess(std::string binary, std::string who)
@@ -705,6 +715,7 @@ void LabProcess::fail(const std::string& function, const std::string& what) {
   std::string message = who_ + " " + (what.empty() ? status : what) + " during " + function;
   const std::string tail = log_tail();
   if (!tail.empty() && log_path_ != "/dev/null") message += "; the end of its output (" + log_path_ + "): " + tail;
+  message += loader_hint(tail);
   throw LabFailure(message);
 }
 
