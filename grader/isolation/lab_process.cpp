@@ -444,8 +444,9 @@ std::string describe_status(int status, bool namespaced) {
 
 // A program that the dynamic loader could not start says so in its output; that is the
 // machine's setup, not the lab's code, and the student is told so.
-std::string loader_hint(const std::string& output) {
+std::string loader_hint(const std::string& output, bool limited_view) {
   if (output.find("error while loading shared libraries") == std::string::npos) return "";
+  if (!limited_view) return "; the lab's program could not load a shared library it needs: build it again on this machine";
   return "; the lab's program could not load a shared library it needs: the lab process sees the "
          "system's folders only (/usr, /lib and the like), so a library elsewhere, such as a CUDA "
          "toolkit under /opt or in a conda environment, is out of its reach. That is this machine's "
@@ -545,6 +546,7 @@ void LabProcess::start() {
   std::unique_ptr<FileRules> file_rules;
   if (!namespaced_ && want_filter && env_or("COURSE_LANDLOCK", "on") != "off")
     file_rules = std::make_unique<FileRules>(binary_, gpu, course_paths());
+  limited_view_ = namespaced_ || (file_rules && file_rules->ready());
   lab_pid_ = -1;
   if (!said_how_ && log_fd >= 0) {
     said_how_ = true;
@@ -715,7 +717,7 @@ void LabProcess::fail(const std::string& function, const std::string& what) {
   std::string message = who_ + " " + (what.empty() ? status : what) + " during " + function;
   const std::string tail = log_tail();
   if (!tail.empty() && log_path_ != "/dev/null") message += "; the end of its output (" + log_path_ + "): " + tail;
-  message += loader_hint(tail);
+  message += loader_hint(tail, limited_view_);
   throw LabFailure(message);
 }
 

@@ -119,6 +119,7 @@ class LabProcess {
   pid_t pid_ = -1;              // the grader's child: the lab process, or bubblewrap around it
   mutable pid_t lab_pid_ = -1;  // the lab process itself (found in /proc when namespaced)
   bool namespaced_ = false;     // runs in bubblewrap's namespaces
+  bool limited_view_ = false;   // sees the system's folders only (namespaces, or Landlock's rules)
   bool said_how_ = false;       // its log names the sandbox once
   int to_lab_ = -1, from_lab_ = -1;
 };
