@@ -3,8 +3,8 @@
 # kernel defined in namespace course::lab4 (nvcc gives its host stub, __device_stub__..., a global
 # symbol), and a file-scope anonymous namespace holding a variable, a function, a __constant__
 # array and a kernel (nvcc gives those global symbols too, in a namespace named after the file).
-# Rejected, each by name: a variable and a kernel at global scope, and a function in another
-# named namespace.
+# Rejected, each by name: a variable and a kernel at global scope, a function in another named
+# namespace, and a variable in a namespace named as another file's anonymous one.
 #
 # Usage: test_vet_lab_cuda_symbols.sh REPO_ROOT [NVCC]
 set -uo pipefail
@@ -46,14 +46,18 @@ if vet outside_the_lab <<'CU'
 int stray_counter = 0;
 __global__ void stray_kernel(float* x) { x[0] = 1.0f; }
 namespace other { int helper(int a) { return a + 1; } }
+namespace _GLOBAL__N__12345678_8_other_cu_87654321 { int borrowed = 0; }  // as another file's
 namespace course::lab4 {
-void run(float* x) { stray_kernel<<<1, 1>>>(x); stray_counter = other::helper(stray_counter); }
+void run(float* x) {
+  stray_kernel<<<1, 1>>>(x);
+  stray_counter = other::helper(stray_counter) + _GLOBAL__N__12345678_8_other_cu_87654321::borrowed;
+}
 }  // namespace course::lab4
 CU
 then
   fail "vet-lab accepted symbols outside course::lab4"
 fi
-for name in stray_counter stray_kernel 'other::helper'; do
+for name in stray_counter stray_kernel 'other::helper' 'other_cu_876543218borrowedE'; do
   grep -q "defines .*$name.* outside namespace course::lab4" "$work/outside_the_lab.txt" ||
     { cat "$work/outside_the_lab.txt"; fail "vet-lab did not name $name"; }
 done
