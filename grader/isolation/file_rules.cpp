@@ -18,8 +18,6 @@
 
 namespace isolation {
 
-namespace {
-
 std::string real_path(const std::string& path) {
   char* real = realpath(path.c_str(), nullptr);
   if (!real) return "";
@@ -27,6 +25,8 @@ std::string real_path(const std::string& path) {
   std::free(real);
   return r;
 }
+
+namespace {
 
 void collect(const std::string& path, const std::vector<std::string>& course, std::vector<std::string>& out) {
   // Its real path: a symbolic link (/lib -> usr/lib, or one into the course) is judged by where it leads.

@@ -19,6 +19,9 @@
 
 namespace isolation {
 
+// `path` with every symbolic link resolved, or "" where it does not exist.
+std::string real_path(const std::string& path);
+
 // Whether `path` is `folder` or lies beneath it (both real paths; everything lies beneath "/").
 bool is_within(const std::string& path, const std::string& folder);
 

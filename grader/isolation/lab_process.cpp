@@ -122,29 +122,18 @@ std::vector<std::string> sandbox_options(bool gpu) {
 // build (the solutions' lab processes), and the grader's own folder (the build, where it was moved).
 std::vector<std::string> course_paths() {
   std::vector<std::string> course;
-  std::string grader_folder = "/proc/self/exe";
-  if (char* real = realpath(grader_folder.c_str(), nullptr)) {
-    grader_folder = real;
-    grader_folder.erase(grader_folder.rfind('/'));
-    std::free(real);
-  }
-  for (const char* p : {grader_folder.c_str(), COURSE_SOURCE_DIR, COURSE_BINARY_DIR}) {
-    if (char* real = realpath(p, nullptr)) {
-      course.emplace_back(real);
-      std::free(real);
-    }
-  }
+  std::string grader_folder = real_path("/proc/self/exe");
+  if (!grader_folder.empty()) grader_folder.erase(grader_folder.rfind('/'));
+  for (const std::string& p : {grader_folder, std::string(COURSE_SOURCE_DIR), std::string(COURSE_BINARY_DIR)})
+    if (std::string real = real_path(p); !real.empty()) course.push_back(real);
   return course;
 }
 
 // The installation that holds a tool (compute-sanitizer: TOOLKIT/bin/..., or
 // TOOLKIT/compute-sanitizer/...), to be bound into the sandbox: "" where /usr already holds it.
 std::string tool_root(const std::string& tool) {
-  char* real = realpath(tool.c_str(), nullptr);
-  if (!real) return "";
-  std::string path = real;
-  std::free(real);
-  return tool_folder_to_bind(path, course_paths());
+  const std::string path = real_path(tool);
+  return path.empty() ? "" : tool_folder_to_bind(path, course_paths());
 }
 
 // The folders are named /tmp/course-lab-program-PID-XXXXXX, PID the grader's that made them:
@@ -458,10 +447,7 @@ std::string loader_hint(const std::string& output, bool limited_view) {
 LabProcess::LabProcess(std::string binary, std::string who)
     : binary_(std::move(binary)), who_(std::move(who)) {
   // The lab process starts in its scratch folder: its program must be named absolutely.
-  if (char* real = binary_.empty() ? nullptr : realpath(binary_.c_str(), nullptr)) {
-    binary_ = real;
-    std::free(real);
-  }
+  if (std::string real = binary_.empty() ? "" : real_path(binary_); !real.empty()) binary_ = real;
   signal(SIGPIPE, SIG_IGN);  // writing to a dead lab process must not kill the grader
   scratch_ = env_or("COURSE_SCRATCH", "/tmp");
   log_path_ = env_or("COURSE_LAB_LOG", "/dev/null");
@@ -661,10 +647,7 @@ void LabProcess::run_under(std::vector<std::string> tool, int call_time_factor, 
   stop();
   tool_ = std::move(tool);
   // Its real path: the sandbox holds /usr but not /etc (links through /etc/alternatives).
-  if (char* real = tool_.empty() ? nullptr : realpath(tool_[0].c_str(), nullptr)) {
-    tool_[0] = real;
-    std::free(real);
-  }
+  if (std::string real = tool_.empty() ? "" : real_path(tool_[0]); !real.empty()) tool_[0] = real;
   call_time_factor_ = std::max(1, call_time_factor);
   log_path_ = std::move(log_path);
   said_how_ = false;

@@ -21,9 +21,10 @@
 //     request pipe and the reply pipe.
 // Without bubblewrap's namespaces (COURSE_SANDBOX=filter, or where bubblewrap cannot make them:
 // inside many containers) Landlock's file rules give the lab process the sandbox's view of the
-// files, read-only (file_rules.hpp), where the kernel has Landlock; a GPU lab's filter keeps prlimit, sched_set* and setpriority on other
-// processes of its user, and every lab process runs as that one user: GPU labs are best graded
-// with the namespaces; their limit on threads is then shared (task_limit.hpp).
+// files, read-only (file_rules.hpp), where the kernel has Landlock; a GPU lab's filter keeps
+// prlimit, sched_set* and setpriority on other processes of its user, and every lab process runs
+// as that one user: GPU labs are best graded with the namespaces; their limit on threads is then
+// shared (task_limit.hpp).
 // A call that crashes, hangs past its time limit, replies nonsense or ends in an error that
 // leaves the process unfit (worker.hpp: any exception but course::BadInput and
 // course::NotImplemented in a CPU lab; in a GPU lab, one that leaves its CUDA context broken)
