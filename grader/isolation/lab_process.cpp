@@ -435,7 +435,8 @@ std::string describe_status(int status, bool namespaced) {
 // machine's setup, not the lab's code, and the student is told so.
 std::string loader_hint(const std::string& output, bool limited_view) {
   if (output.find("error while loading shared libraries") == std::string::npos) return "";
-  if (!limited_view) return "; the lab's program could not load a shared library it needs: build it again on this machine";
+  if (!limited_view)
+    return "; the lab's program could not load a shared library it needs: build it again on this machine";
   return "; the lab's program could not load a shared library it needs: the lab process sees the "
          "system's folders only (/usr, /lib and the like), so a library elsewhere, such as a CUDA "
          "toolkit under /opt or in a conda environment, is out of its reach. That is this machine's "

@@ -1,8 +1,8 @@
 // The system-call filter of a lab process (seccomp_filter.hpp), CPU and GPU rules, call by call:
 // a child process installs it and tries what a hostile lab would (each must fail with EPERM) and
-// what a lab needs (each must work). The parent reports. With COURSE_FILTER_TEST=unfiltered the children install
-// nothing, with =unfiltered-gpu the GPU rules' child alone: the test must then fail, which shows
-// that its checks can.
+// what a lab needs (each must work). The parent reports. With COURSE_FILTER_TEST=unfiltered the
+// children install nothing, with =unfiltered-gpu the GPU rules' child alone: the test must then
+// fail, which shows that its checks can.
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
