@@ -135,7 +135,8 @@ int build_rules(const std::vector<std::string>& hidden, const std::vector<std::s
   return ruleset;
 }
 
-FileRules::FileRules(const std::string& program, bool gpu, const std::vector<std::string>& course) {
+FileRules::FileRules(const std::string& program, bool gpu, const std::vector<std::string>& course,
+                     const std::vector<std::string>& libraries) {
   std::uint64_t handled = 0;
   const int ruleset = new_ruleset(handled);
   if (ruleset < 0) return;
@@ -157,6 +158,7 @@ FileRules::FileRules(const std::string& program, bool gpu, const std::vector<std
       closedir(dev);
     }
   }
+  for (const std::string& folder : libraries) allow(ruleset, folder, kReadFolder, handled);
   allow(ruleset, program, kRead, handled);
   // Above 63: the child moves its five descriptors to 0-4 through numbers from 64 up.
   fd_ = fcntl(ruleset, F_DUPFD_CLOEXEC, 64);
@@ -177,7 +179,7 @@ bool FileRules::apply(int fd) {
 int build_rules(const std::vector<std::string>&, const std::vector<std::string>&, const std::vector<std::string>&) {
   return -1;
 }
-FileRules::FileRules(const std::string&, bool, const std::vector<std::string>&) {}
+FileRules::FileRules(const std::string&, bool, const std::vector<std::string>&, const std::vector<std::string>&) {}
 FileRules::~FileRules() {}
 bool FileRules::apply(int) { return false; }
 

@@ -8,6 +8,8 @@
 //   - read /proc; a GPU lab also /sys, and write /proc (its driver names its threads there);
 //   - read and write the device files a program needs (/dev/null, zero, full, random, urandom),
 //     and a GPU lab the NVIDIA ones;
+//   - read and run beneath the folders of libraries it is given (a GPU lab: the CUDA runtime's,
+//     where the system's folders do not hold it);
 //   - read and run its own program, and nothing else: no other file, no folder made, nothing
 //     removed or renamed, anywhere.
 // A folder that holds one of the course's paths (its source tree, its build) is never allowed as a
@@ -41,8 +43,10 @@ int build_rules(const std::vector<std::string>& hidden, const std::vector<std::s
 class FileRules {
  public:
   // Built in the grader, before the fork: the ruleset for a lab process that runs `program`, a
-  // GPU lab's or a CPU lab's, never reaching any of `course`.
-  FileRules(const std::string& program, bool gpu, const std::vector<std::string>& course);
+  // GPU lab's or a CPU lab's, never reaching any of `course`; it may also read and run beneath
+  // each of `libraries` (the CUDA runtime's folder, outside the system's: library_folder_to_bind).
+  FileRules(const std::string& program, bool gpu, const std::vector<std::string>& course,
+            const std::vector<std::string>& libraries = {});
   ~FileRules();
   FileRules(const FileRules&) = delete;
   FileRules& operator=(const FileRules&) = delete;

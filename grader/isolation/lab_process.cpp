@@ -438,9 +438,10 @@ std::string loader_hint(const std::string& output, bool limited_view) {
   if (!limited_view)
     return "; the lab's program could not load a shared library it needs: build it again on this machine";
   return "; the lab's program could not load a shared library it needs: the lab process sees the "
-         "system's folders only (/usr, /lib and the like), so a library elsewhere, such as a CUDA "
-         "toolkit under /opt or in a conda environment, is out of its reach. That is this machine's "
-         "setup, not the lab's code: on your own machine, COURSE_SANDBOX=off grades without the sandbox";
+         "system's folders (/usr, /lib and the like) and the folder of the CUDA runtime that the course "
+         "was configured with, so a library elsewhere (another toolkit's, one the course's build folder "
+         "holds) is out of its reach. That is this machine's setup, not the lab's code: on your own "
+         "machine, COURSE_SANDBOX=off grades without the sandbox";
 }
 
 }  // namespace
@@ -508,9 +509,12 @@ void LabProcess::start() {
   const bool want_filter = !sanitized && tool_.empty() && (mode == "on" || mode == "filter");
   std::unique_ptr<SeccompProgram> filter;
   std::vector<std::string> sandbox_args;
+  // Where a GPU lab's program finds the CUDA runtime, if the system's folders do not hold it.
+  const std::string runtime_folder = gpu ? library_folder_to_bind(COURSE_CUDART_DIR, course_paths()) : "";
   if (mode == "on" && sandbox_works(drop, uid)) {
     sandbox_args = sandbox_options(gpu);
     sandbox_args.insert(sandbox_args.begin(), bubblewrap());
+    if (!runtime_folder.empty()) sandbox_args.insert(sandbox_args.end(), {"--ro-bind", runtime_folder, runtime_folder});
     if (!tool_.empty()) {
       // The tool's installation, read-only, where /usr does not hold it (a toolkit in /opt).
       const std::string root = tool_root(tool_[0]);
@@ -532,7 +536,9 @@ void LabProcess::start() {
   // out, to show what they stop).
   std::unique_ptr<FileRules> file_rules;
   if (!namespaced_ && want_filter && env_or("COURSE_LANDLOCK", "on") != "off")
-    file_rules = std::make_unique<FileRules>(binary_, gpu, course_paths());
+    file_rules = std::make_unique<FileRules>(binary_, gpu, course_paths(),
+                                             runtime_folder.empty() ? std::vector<std::string>{}
+                                                                    : std::vector<std::string>{runtime_folder});
   limited_view_ = namespaced_ || (file_rules && file_rules->ready());
   lab_pid_ = -1;
   if (!said_how_ && log_fd >= 0) {
@@ -546,6 +552,8 @@ void LabProcess::start() {
                        : file_rules->ready() ? "within Landlock's file rules, "
                                              : "without file rules (no Landlock here: it sees the machine's files), ") +
                       (drop ? "as uid " + std::to_string(uid) : "as the grader's user") +
+                      (runtime_folder.empty() || !limited_view_ ? std::string()
+                                                                : ", the CUDA runtime's folder in view (" + runtime_folder + ")") +
                       (tool_.empty() ? std::string() : ", run by " + tool_[0]) +
                       memory_limits(memory_mb, data_mb) + "\n";
     (void)!::write(log_fd, how.data(), how.size());
@@ -900,6 +908,16 @@ std::string tool_folder_to_bind(const std::string& tool, const std::vector<std::
   if (!holds(root)) return root;
   if (!holds(own)) return own;
   return "";
+}
+
+std::string library_folder_to_bind(const std::string& folder, const std::vector<std::string>& course) {
+  const std::string real = folder.empty() ? "" : real_path(folder);
+  if (real.empty() || real == "/") return "";
+  for (const char* system : {"/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32"})
+    if (is_within(real, system)) return "";  // bound already (sandbox_options), or allowed (FileRules)
+  for (const std::string& path : course)
+    if (is_within(path, real) || is_within(real, path)) return "";
+  return real;
 }
 
 }  // namespace isolation

@@ -51,6 +51,13 @@ namespace isolation {
 // then the tool's own folder, or "" if that holds one too.
 std::string tool_folder_to_bind(const std::string& tool, const std::vector<std::string>& course);
 
+// The folder of the CUDA runtime that the GPU labs' programs load (COURSE_CUDART_DIR, their run
+// path), bound read-only into a GPU lab's sandbox and allowed by its file rules where the system's
+// folders do not hold it already: a toolkit under /opt (Arch Linux), on a cluster's shared disk,
+// or in a conda environment. "" beneath /usr, /lib and the like, and "" for a folder that holds
+// one of `course` or lies within one (the lab would see the course), or that does not exist.
+std::string library_folder_to_bind(const std::string& folder, const std::vector<std::string>& course);
+
 // The lab process crashed, exited, hung, or replied something that does not parse.
 struct LabFailure : std::runtime_error {
   explicit LabFailure(const std::string& what) : std::runtime_error(what) {}

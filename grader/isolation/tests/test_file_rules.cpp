@@ -41,8 +41,16 @@ void refused(const std::string& path, int flags, const char* what) {
 void write_file(const std::string& path, const char* text) { std::ofstream(path) << text; }
 
 // The checks, in a child under the rules for `program`, where `course` is the course's tree
-// (made by main: a solution in it) and `elsewhere` a folder beside it.
-int run_checks(const std::string& program, const std::string& course, const std::string& elsewhere) {
+// (made by main: a solution in it), `elsewhere` a folder beside it, and `library` a file in a
+// folder of libraries that the rules were given or not (`given`).
+int run_checks(const std::string& program, const std::string& course, const std::string& elsewhere,
+               const std::string& library, bool given) {
+  if (given) {
+    allowed(library, O_RDONLY, "a library in the folder of libraries it was given");
+    refused(library, O_WRONLY, "a library in that folder, written (read-only there)");
+  } else {
+    refused(library, O_RDONLY, "a library in a folder of libraries it was not given");
+  }
   allowed(program, O_RDONLY, "its own program");
   allowed("/usr/bin/env", O_RDONLY, "a file beneath /usr");
   allowed("/etc/ld.so.cache", O_RDONLY, "/etc/ld.so.cache");
@@ -73,6 +81,8 @@ int main(int argc, char** argv) {
   for (const std::string& d : {root + "/a", course, course + "/solutions", elsewhere, root + "/b"}) mkdir(d.c_str(), 0755);
   write_file(course + "/solutions/answer.cpp", "the answer\n");
   write_file(elsewhere + "/notes.txt", "notes\n");
+  const std::string library = root + "/b/libruntime.so";
+  write_file(library, "a library\n");
 
   // paths_beside: the course's folder is left out, everything beside it kept.
   std::vector<std::string> beside = isolation::paths_beside(root, {course});
@@ -84,19 +94,24 @@ int main(int argc, char** argv) {
          "paths_beside: a folder that holds no course path, whole");
 
   const std::string program = argv[0];
-  isolation::FileRules rules(program, /*gpu=*/false, {course});
   bool skipped = false;
-  if (!rules.ready()) {
-    std::printf("SKIPPED: this kernel has no Landlock (the rules' own checks are not run)\n");
-    skipped = true;
-  } else {
+  // A CPU lab's rules, then a GPU lab's given a folder of libraries (the CUDA runtime's).
+  for (const bool given : {false, true}) {
+    const std::vector<std::string> libraries = given ? std::vector<std::string>{root + "/b"} : std::vector<std::string>{};
+    isolation::FileRules rules(program, /*gpu=*/given, {course}, libraries);
+    if (!rules.ready()) {
+      std::printf("SKIPPED: this kernel has no Landlock (the rules' own checks are not run)\n");
+      skipped = true;
+      break;
+    }
+    std::printf("-- %s\n", given ? "a GPU lab's rules, with a folder of libraries" : "a CPU lab's rules");
     const pid_t child = fork();
     if (child == 0) {
       if (!unapplied && !isolation::FileRules::apply(rules.fd())) {
         std::printf("FAIL the rules could not be applied\n");
         _exit(1);
       }
-      _exit(run_checks(program, course, elsewhere) == 0 ? 0 : 1);
+      _exit(run_checks(program, course, elsewhere, library, given) == 0 ? 0 : 1);
     }
     int status = 0;
     waitpid(child, &status, 0);

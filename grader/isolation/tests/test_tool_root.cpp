@@ -1,8 +1,15 @@
 // Which folder the lab's sandbox gets read-only for a tool that runs the lab process
 // (COURSE_LAB_TOOL): the toolkit's root, but never a folder that holds the grader or the course's
-// tree, since its build or its solutions would then be in the lab's view.
+// tree, since its build or its solutions would then be in the lab's view. And which folder a GPU
+// lab gets for the CUDA runtime its program loads, under the same rule.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
 
 #include "lab_process.hpp"
 
@@ -49,4 +56,29 @@ TEST_CASE("a build outside the course's tree does not leave the tree's solutions
   CHECK(tool_folder_to_bind("/home/ta/course/bin/tool", course) == "/home/ta/course/bin");
   CHECK(tool_folder_to_bind("/scratch/tools/bin/tool", course) == "/scratch/tools");
   CHECK(tool_folder_to_bind("/scratch/bin/tool", course) == "/scratch/bin");
+}
+
+// library_folder_to_bind works on real folders: a scratch tree stands in for the machine's.
+TEST_CASE("the CUDA runtime's folder is bound where the system's folders do not hold it") {
+  using isolation::library_folder_to_bind;
+  char top[] = "/tmp/course-library-folder-XXXXXX";
+  REQUIRE(mkdtemp(top) != nullptr);
+  const std::string root = top, toolkit = root + "/opt/cuda/lib64", course = root + "/home/ta/course";
+  REQUIRE(std::system(("mkdir -p '" + toolkit + "' '" + course + "/build'").c_str()) == 0);
+  const std::vector<std::string> course_paths = {course, course + "/build"};
+  CHECK(library_folder_to_bind(toolkit, course_paths) == toolkit);
+  // Named through a link: bound at its real path, where the loader finds it after the link.
+  REQUIRE(symlink(toolkit.c_str(), (root + "/cuda-link").c_str()) == 0);
+  CHECK(library_folder_to_bind(root + "/cuda-link", course_paths) == toolkit);
+  // Beneath /usr (and /lib, which is /usr/lib on many systems): bound already.
+  CHECK(library_folder_to_bind("/usr/lib", course_paths).empty());
+  CHECK(library_folder_to_bind("/lib", course_paths).empty());
+  // A folder that holds the course, or lies in it (a toolkit unpacked in the build): never.
+  CHECK(library_folder_to_bind(root + "/home", course_paths).empty());
+  CHECK(library_folder_to_bind(course + "/build", course_paths).empty());
+  CHECK(library_folder_to_bind("/", course_paths).empty());
+  // Nothing there (the toolkit moved since the course was configured), or nothing named.
+  CHECK(library_folder_to_bind(root + "/opt/gone", course_paths).empty());
+  CHECK(library_folder_to_bind("", course_paths).empty());
+  REQUIRE(std::system(("rm -rf '" + root + "'").c_str()) == 0);
 }
