@@ -52,6 +52,8 @@ void collect(const std::string& path, const std::vector<std::string>& course, st
 
 }  // namespace
 
+bool is_gpu_device_file(const std::string& name) { return name.rfind("nvidia", 0) == 0 || name == "dxg"; }
+
 bool is_within(const std::string& path, const std::string& folder) {
   return folder == "/" || path == folder || path.rfind(folder + "/", 0) == 0;
 }
@@ -153,7 +155,7 @@ FileRules::FileRules(const std::string& program, bool gpu, const std::vector<std
   if (gpu) {
     if (DIR* dev = opendir("/dev")) {
       while (const dirent* e = readdir(dev))
-        if (std::strncmp(e->d_name, "nvidia", 6) == 0)
+        if (is_gpu_device_file(e->d_name))
           allow(ruleset, std::string("/dev/") + e->d_name, kDevice | LANDLOCK_ACCESS_FS_READ_DIR, handled);
       closedir(dev);
     }

@@ -7,7 +7,7 @@
 //   - read and run beneath /usr, /bin, /sbin, /lib, /lib64 and /lib32, and read /etc/ld.so.cache;
 //   - read /proc; a GPU lab also /sys, and write /proc (its driver names its threads there);
 //   - read and write the device files a program needs (/dev/null, zero, full, random, urandom),
-//     and a GPU lab the NVIDIA ones;
+//     and a GPU lab the GPU's (is_gpu_device_file);
 //   - read and run beneath the folders of libraries it is given (a GPU lab: the CUDA runtime's,
 //     where the system's folders do not hold it);
 //   - read and run its own program, and nothing else: no other file, no folder made, nothing
@@ -23,6 +23,12 @@ namespace isolation {
 
 // `path` with every symbolic link resolved, or "" where it does not exist.
 std::string real_path(const std::string& path);
+
+// Whether /dev/`name` is a file through which a GPU lab's CUDA driver reaches the GPU: NVIDIA's
+// (nvidia0, nvidiactl, nvidia-uvm, nvidia-caps/...) or, under WSL 2, where the Windows driver
+// serves CUDA, the DirectX kernel interface dxg. The GPU lab's sandbox binds them (lab_process.cpp)
+// and its file rules allow them.
+bool is_gpu_device_file(const std::string& name);
 
 // Whether `path` is `folder` or lies beneath it (both real paths; everything lies beneath "/").
 bool is_within(const std::string& path, const std::string& folder);

@@ -77,7 +77,7 @@ bool g_sized_tmpfs = true;
 // holding only the system's read-only /usr and libraries, a private /dev, /proc of the new PID
 // namespace (no other process of the machine is visible) and an empty /tmp. Nothing of the
 // course (build/, solutions/, reference/, other submissions) is there. A GPU lab also gets the
-// NVIDIA device files and /sys (read-only). A tmpfs is memory that no limit of the process
+// GPU's device files (is_gpu_device_file: NVIDIA's, or WSL 2's dxg) and /sys (read-only). A tmpfs is memory that no limit of the process
 // counts, and a GPU lab may write files (its filter leaves writes to the CUDA driver): so /tmp
 // and /dev/shm are sized (COURSE_LAB_TMP_MB each) and the rest of /dev is read-only, where this
 // bubblewrap can size them.
@@ -105,7 +105,7 @@ std::vector<std::string> sandbox_options(bool gpu) {
   if (gpu) {
     if (DIR* dev = opendir("/dev")) {
       while (dirent* e = readdir(dev))
-        if (std::strncmp(e->d_name, "nvidia", 6) == 0) {
+        if (is_gpu_device_file(e->d_name)) {
           const std::string p = std::string("/dev/") + e->d_name;
           o.insert(o.end(), {"--dev-bind", p, p});
         }

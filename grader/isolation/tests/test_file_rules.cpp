@@ -1,8 +1,9 @@
 // The file-system rules of a lab process without namespaces (file_rules.hpp), path by path: a
 // child applies them and tries what a hostile lab would (each must fail) and what a lab needs
-// (each must work); the parent reports. Then paths_beside on a tree of its own, where the course
-// lies two folders down. With COURSE_FILE_RULES_TEST=unapplied the child applies nothing: the
-// test must then fail, which shows that its checks can.
+// (each must work); the parent reports. Before that, which device files are a GPU's, and
+// paths_beside on a tree of its own, where the course lies two folders down. With
+// COURSE_FILE_RULES_TEST=unapplied the child applies nothing: the test must then fail, which shows
+// that its checks can.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -83,6 +84,12 @@ int main(int argc, char** argv) {
   write_file(elsewhere + "/notes.txt", "notes\n");
   const std::string library = root + "/b/libruntime.so";
   write_file(library, "a library\n");
+
+  // The device files a GPU lab's sandbox holds: NVIDIA's, and WSL 2's dxg; no other.
+  for (const char* gpu_file : {"nvidia0", "nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-caps", "dxg"})
+    expect(isolation::is_gpu_device_file(gpu_file), std::string("a GPU's device file: /dev/") + gpu_file);
+  for (const char* other : {"null", "dri", "fb0", "dxgkrnl", "mem", "shm"})
+    expect(!isolation::is_gpu_device_file(other), std::string("not a GPU's device file: /dev/") + other);
 
   // paths_beside: the course's folder is left out, everything beside it kept.
   std::vector<std::string> beside = isolation::paths_beside(root, {course});
