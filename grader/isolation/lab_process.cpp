@@ -77,10 +77,10 @@ bool g_sized_tmpfs = true;
 // holding only the system's read-only /usr and libraries, a private /dev, /proc of the new PID
 // namespace (no other process of the machine is visible) and an empty /tmp. Nothing of the
 // course (build/, solutions/, reference/, other submissions) is there. A GPU lab also gets the
-// GPU's device files (is_gpu_device_file: NVIDIA's, or WSL 2's dxg) and /sys (read-only). A tmpfs is memory that no limit of the process
-// counts, and a GPU lab may write files (its filter leaves writes to the CUDA driver): so /tmp
-// and /dev/shm are sized (COURSE_LAB_TMP_MB each) and the rest of /dev is read-only, where this
-// bubblewrap can size them.
+// GPU's device files (is_gpu_device_file: NVIDIA's, or WSL 2's dxg) and /sys (read-only). A tmpfs
+// is memory that no limit of the process counts, and a GPU lab may write files (its filter leaves
+// writes to the CUDA driver): so /tmp and /dev/shm are sized (COURSE_LAB_TMP_MB each) and the rest
+// of /dev is read-only, where this bubblewrap can size them.
 std::vector<std::string> sandbox_options(bool gpu) {
   std::vector<std::string> o = {"--unshare-all", "--die-with-parent", "--ro-bind", "/usr", "/usr"};
   for (const char* dir : {"/bin", "/sbin", "/lib", "/lib64", "/lib32"}) {
@@ -514,7 +514,8 @@ void LabProcess::start() {
   if (mode == "on" && sandbox_works(drop, uid)) {
     sandbox_args = sandbox_options(gpu);
     sandbox_args.insert(sandbox_args.begin(), bubblewrap());
-    if (!runtime_folder.empty()) sandbox_args.insert(sandbox_args.end(), {"--ro-bind", runtime_folder, runtime_folder});
+    if (!runtime_folder.empty())
+      sandbox_args.insert(sandbox_args.end(), {"--ro-bind", runtime_folder, runtime_folder});
     if (!tool_.empty()) {
       // The tool's installation, read-only, where /usr does not hold it (a toolkit in /opt).
       const std::string root = tool_root(tool_[0]);
@@ -552,8 +553,9 @@ void LabProcess::start() {
                        : file_rules->ready() ? "within Landlock's file rules, "
                                              : "without file rules (no Landlock here: it sees the machine's files), ") +
                       (drop ? "as uid " + std::to_string(uid) : "as the grader's user") +
-                      (runtime_folder.empty() || !limited_view_ ? std::string()
-                                                                : ", the CUDA runtime's folder in view (" + runtime_folder + ")") +
+                      (runtime_folder.empty() || !limited_view_
+                           ? std::string()
+                           : ", the CUDA runtime's folder in view (" + runtime_folder + ")") +
                       (tool_.empty() ? std::string() : ", run by " + tool_[0]) +
                       memory_limits(memory_mb, data_mb) + "\n";
     (void)!::write(log_fd, how.data(), how.size());
