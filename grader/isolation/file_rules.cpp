@@ -143,7 +143,7 @@ FileRules::FileRules(const std::string& program, bool gpu, const std::vector<std
   const int ruleset = new_ruleset(handled);
   if (ruleset < 0) return;
   // The system's programs and libraries (as bubblewrap's sandbox binds them), never the course.
-  for (const char* top : {"/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32"})
+  for (const char* top : kSystemFolders)
     for (const std::string& path : paths_beside(top, course)) allow(ruleset, path, kReadFolder, handled);
   allow(ruleset, "/etc/ld.so.cache", kRead, handled);
   // A GPU lab's CUDA driver names its threads (/proc/self/task/ID/comm, opened O_WRONLY | O_CREAT

@@ -21,6 +21,10 @@
 
 namespace isolation {
 
+// The system's folders of programs and libraries, which every lab process sees, read-only:
+// bubblewrap binds them (lab_process.cpp, sandbox_options), Landlock's rules allow them (FileRules).
+inline constexpr const char* kSystemFolders[] = {"/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32"};
+
 // `path` with every symbolic link resolved, or "" where it does not exist.
 std::string real_path(const std::string& path);
 

@@ -82,8 +82,8 @@ bool g_sized_tmpfs = true;
 // writes to the CUDA driver): so /tmp and /dev/shm are sized (COURSE_LAB_TMP_MB each) and the rest
 // of /dev is read-only, where this bubblewrap can size them.
 std::vector<std::string> sandbox_options(bool gpu) {
-  std::vector<std::string> o = {"--unshare-all", "--die-with-parent", "--ro-bind", "/usr", "/usr"};
-  for (const char* dir : {"/bin", "/sbin", "/lib", "/lib64", "/lib32"}) {
+  std::vector<std::string> o = {"--unshare-all", "--die-with-parent"};
+  for (const char* dir : kSystemFolders) {
     struct stat st;
     if (lstat(dir, &st) != 0) continue;
     if (S_ISLNK(st.st_mode)) {
@@ -127,6 +127,13 @@ std::vector<std::string> course_paths() {
   for (const std::string& p : {grader_folder, std::string(COURSE_SOURCE_DIR), std::string(COURSE_BINARY_DIR)})
     if (std::string real = real_path(p); !real.empty()) course.push_back(real);
   return course;
+}
+
+// Where a GPU lab's program finds the CUDA runtime, if the system's folders do not hold it: the
+// same for every lab process of this grader, so found once.
+const std::string& runtime_folder_to_bind() {
+  static const std::string folder = library_folder_to_bind(COURSE_CUDART_DIR, course_paths());
+  return folder;
 }
 
 // The installation that holds a tool (compute-sanitizer: TOOLKIT/bin/..., or
@@ -509,8 +516,7 @@ void LabProcess::start() {
   const bool want_filter = !sanitized && tool_.empty() && (mode == "on" || mode == "filter");
   std::unique_ptr<SeccompProgram> filter;
   std::vector<std::string> sandbox_args;
-  // Where a GPU lab's program finds the CUDA runtime, if the system's folders do not hold it.
-  const std::string runtime_folder = gpu ? library_folder_to_bind(COURSE_CUDART_DIR, course_paths()) : "";
+  const std::string runtime_folder = gpu ? runtime_folder_to_bind() : "";
   if (mode == "on" && sandbox_works(drop, uid)) {
     sandbox_args = sandbox_options(gpu);
     sandbox_args.insert(sandbox_args.begin(), bubblewrap());
@@ -915,7 +921,7 @@ std::string tool_folder_to_bind(const std::string& tool, const std::vector<std::
 std::string library_folder_to_bind(const std::string& folder, const std::vector<std::string>& course) {
   const std::string real = folder.empty() ? "" : real_path(folder);
   if (real.empty() || real == "/") return "";
-  for (const char* system : {"/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32"})
+  for (const char* system : kSystemFolders)
     if (is_within(real, system)) return "";  // bound already (sandbox_options), or allowed (FileRules)
   for (const std::string& path : course)
     if (is_within(path, real) || is_within(real, path)) return "";
