@@ -284,6 +284,41 @@ __device__ __forceinline__ void wait_for_previous_grid() {
 #endif
 }
 
+// dst[0..3] += v and dst[0..1] += v, each float atomically: how labs 7 and 9 add a CTA's share of
+// dQ into the fp32 accumulator that every K/V tile adds to. On sm_90, built with CUDA 12.1 or later,
+// one vector atomic (PTX ISA 8.1's red.global.add.v4.f32 / .v2.f32) instead of 4 or 2 scalar ones:
+// fewer atomic transactions at L2. Elsewhere (sm_80 and sm_89, or CUDA 12.0, whose headers have no
+// vector overloads) each component gets its own atomicAdd(float*, float). The two give the same
+// sums up to the order of the float additions, and atomics never fix that order anyway: the
+// vector forms, too, are atomic per float only, and the CTAs of the other K/V tiles add to the
+// same elements in whatever order they get there.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && \
+    (__CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 1))
+#define COURSE_HAS_VECTOR_ATOMIC_ADD 1
+#else
+#define COURSE_HAS_VECTOR_ATOMIC_ADD 0
+#endif
+
+__device__ __forceinline__ void atomic_add_4(float* dst, float4 v) {
+#if COURSE_HAS_VECTOR_ATOMIC_ADD
+  atomicAdd(reinterpret_cast<float4*>(dst), v);
+#else
+  atomicAdd(dst, v.x);
+  atomicAdd(dst + 1, v.y);
+  atomicAdd(dst + 2, v.z);
+  atomicAdd(dst + 3, v.w);
+#endif
+}
+
+__device__ __forceinline__ void atomic_add_2(float* dst, float2 v) {
+#if COURSE_HAS_VECTOR_ATOMIC_ADD
+  atomicAdd(reinterpret_cast<float2*>(dst), v);
+#else
+  atomicAdd(dst, v.x);
+  atomicAdd(dst + 1, v.y);
+#endif
+}
+
 template <typename Params>
 void launch_after_previous(void (*kernel)(Params), dim3 grid, dim3 block, cudaStream_t stream, const Params& params,
                            const char* what) {

@@ -81,8 +81,7 @@ struct TileConfig {
   static constexpr int kSmemBytes = kSmemFloats * static_cast<int>(sizeof(float));
 };
 
-using detail::atomic_add_4;  // backward_gpu.cuh: the dQ accumulator's atomic adds
-using detail::Params;        // backward_gpu.cuh: shared with the tensor-core kernel (part 3)
+using detail::Params;  // backward_gpu.cuh: shared with the tensor-core kernel (part 3)
 
 // ---------------------------------------------------------------------------------------------
 // Device helpers (given).

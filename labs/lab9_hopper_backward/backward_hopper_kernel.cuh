@@ -51,6 +51,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "course/gpu.hpp"  // atomic_add_2
 #include "course/math_constants.hpp"
 #include "course/mma_sm90.cuh"
 

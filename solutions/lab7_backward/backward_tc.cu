@@ -282,7 +282,7 @@ __device__ __forceinline__ void accumulate_dq(const T* ds_s, const T* k_s, float
   //! dq[n] (n over the warp's kDqDimTiles 8-wide tiles from dim0) = sum over the kKeySlabs key
   //! slabs kk of dS(query0.., 16 kk..) (load_ds_fragment) times K(16 kk.., dims)
   //! (load_b_fragments_v on k_s); then rows query0 + g and + 8 (if < valid_rows) of dq_rows get
-  //! the pairs at columns dim0 + 8n + 2t with atomic_add_2 (backward_gpu.cuh: one float2
+  //! the pairs at columns dim0 + 8n + 2t with atomic_add_2 (course/gpu.hpp: one float2
   //! atomicAdd on sm_90, two float ones on sm_80-sm_89, where the float2 overload does not exist)
   const int g = lane / 4, t = lane % 4;
   float dq[Tiles::kDqDimTiles][4];

@@ -51,6 +51,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "course/gpu.hpp"  // atomic_add_2
 #include "course/math_constants.hpp"
 #include "course/mma_sm90.cuh"
 
@@ -556,8 +557,8 @@ __global__ void __launch_bounds__(256, 1)
         const int row = 64 * query_block + frag_row(t, 2 * h);
         if (q.q0 + row >= p.nq) continue;
         const int col = 64 * dim_block + frag_col(t, j, 0);
-        atomicAdd(reinterpret_cast<float2*>(p.dq_accum + (q_head + q.q0 + row) * D + col),
-                  make_float2(dq[4 * j + 2 * h], dq[4 * j + 2 * h + 1]));
+        atomic_add_2(p.dq_accum + (q_head + q.q0 + row) * D + col,
+                     make_float2(dq[4 * j + 2 * h], dq[4 * j + 2 * h + 1]));
       }
     }
     // END SOLUTION
