@@ -411,6 +411,31 @@ bool sandbox_works(bool drop, uid_t uid) {
   return works == 1;
 }
 
+// Can bubblewrap bind an open descriptor (--ro-bind-fd)? A lab run under a tool needs it: the tool
+// is given the lab's program as /tmp/lab, bound from the descriptor the grader opened (the lab's
+// user may be unable to reach the build by path). bubblewrap 0.10 has it, and Debian 12's 0.8 and
+// Ubuntu 24.04's 0.9 with their updates, but not Ubuntu 24.04's 0.9 as released: there a run under
+// a tool goes without namespaces, and its log says why. bubblewrap reads its options in order, so
+// an unknown option fails before --version prints and exits 0.
+bool bubblewrap_binds_descriptors() {
+  static const bool binds = [] {
+    if (bubblewrap().empty()) return false;
+    const pid_t pid = fork();
+    if (pid < 0) return false;
+    if (pid == 0) {
+      const int devnull = open("/dev/null", O_RDWR);
+      dup2(devnull, 0), dup2(devnull, 1), dup2(devnull, 2);
+      const char* argv[] = {bubblewrap().c_str(), "--ro-bind-fd", "0", "/tmp/lab", "--version", nullptr};
+      char* const envp[] = {nullptr};
+      execve(argv[0], const_cast<char* const*>(argv), envp);
+      _exit(127);
+    }
+    int status = 0;
+    return waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  }();
+  return binds;
+}
+
 // The memory limits, for the log's first line (grade-all shares the machine's memory among the
 // submissions it grades at once: what a lab process got depends on --jobs).
 std::string memory_limits(long memory_mb, long data_mb) {
@@ -517,7 +542,9 @@ void LabProcess::start() {
   std::unique_ptr<SeccompProgram> filter;
   std::vector<std::string> sandbox_args;
   const std::string runtime_folder = gpu ? runtime_folder_to_bind() : "";
-  if (mode == "on" && sandbox_works(drop, uid)) {
+  const bool namespaces_here = mode == "on" && sandbox_works(drop, uid);
+  const bool tool_unbindable = !tool_.empty() && !bubblewrap_binds_descriptors();
+  if (namespaces_here && !tool_unbindable) {
     sandbox_args = sandbox_options(gpu);
     sandbox_args.insert(sandbox_args.begin(), bubblewrap());
     if (!runtime_folder.empty())
@@ -551,7 +578,10 @@ void LabProcess::start() {
   if (!said_how_ && log_fd >= 0) {
     said_how_ = true;
     std::string how = "[grader] the lab process runs " +
-                      std::string(!namespaced_     ? "without namespaces, "
+                      std::string(namespaces_here && tool_unbindable
+                                      ? "without namespaces (this bubblewrap cannot bind a descriptor, "
+                                        "--ro-bind-fd, which a run under a tool needs), "
+                                  : !namespaced_   ? "without namespaces, "
                                   : g_sized_tmpfs ? "in bubblewrap's namespaces, "
                                                   : "in bubblewrap's namespaces (its /tmp unsized: bubblewrap < 0.8), ") +
                       (want_filter ? "under the system-call filter, " : "without the system-call filter, ") +
