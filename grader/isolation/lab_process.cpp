@@ -368,11 +368,11 @@ const std::string& launcher_path() {
 // trusted build, and nothing of it is mounted there.
 std::string launcher_in_sandbox() { return "/proc/self/fd/" + std::to_string(kLauncherFd); }
 
-// One try of the sandbox with the current options: the launcher's probe, as the lab's user.
-bool sandbox_starts(bool drop, uid_t uid) {
-  std::vector<std::string> args = sandbox_options(false);
+// Runs bubblewrap with `args`, its output thrown away and its environment empty, and says whether
+// it exited 0. In the child, `prepare` runs first: a non-zero code it returns is the child's exit.
+template <class Prepare>
+bool bubblewrap_exits_zero(std::vector<std::string> args, Prepare prepare) {
   args.insert(args.begin(), bubblewrap());
-  args.insert(args.end(), {"--", launcher_in_sandbox(), "probe"});
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -382,15 +382,25 @@ bool sandbox_starts(bool drop, uid_t uid) {
   if (pid == 0) {
     const int devnull = open("/dev/null", O_RDWR);
     dup2(devnull, 0), dup2(devnull, 1), dup2(devnull, 2);
-    allow_descriptors_up_to_exec_fd();
-    const int launcher = open(launcher_path().c_str(), O_RDONLY);
-    if (launcher < 0 || fcntl(launcher, F_DUPFD, kLauncherFd) != kLauncherFd) _exit(127);
-    if (drop && !become_user(uid)) _exit(126);
+    if (const int code = prepare(); code != 0) _exit(code);
     execve(argv[0], argv.data(), envp);
     _exit(127);
   }
   int status = 0;
   return waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+// One try of the sandbox with the current options: the launcher's probe, as the lab's user.
+bool sandbox_starts(bool drop, uid_t uid) {
+  std::vector<std::string> args = sandbox_options(false);
+  args.insert(args.end(), {"--", launcher_in_sandbox(), "probe"});
+  return bubblewrap_exits_zero(std::move(args), [&] {
+    allow_descriptors_up_to_exec_fd();
+    const int launcher = open(launcher_path().c_str(), O_RDONLY);
+    if (launcher < 0 || fcntl(launcher, F_DUPFD, kLauncherFd) != kLauncherFd) return 127;
+    if (drop && !become_user(uid)) return 126;
+    return 0;
+  });
 }
 
 // Can bubblewrap make its namespaces here and start the launcher, for the lab process's user?
@@ -418,21 +428,8 @@ bool sandbox_works(bool drop, uid_t uid) {
 // a tool goes without namespaces, and its log says why. bubblewrap reads its options in order, so
 // an unknown option fails before --version prints and exits 0.
 bool bubblewrap_binds_descriptors() {
-  static const bool binds = [] {
-    if (bubblewrap().empty()) return false;
-    const pid_t pid = fork();
-    if (pid < 0) return false;
-    if (pid == 0) {
-      const int devnull = open("/dev/null", O_RDWR);
-      dup2(devnull, 0), dup2(devnull, 1), dup2(devnull, 2);
-      const char* argv[] = {bubblewrap().c_str(), "--ro-bind-fd", "0", "/tmp/lab", "--version", nullptr};
-      char* const envp[] = {nullptr};
-      execve(argv[0], const_cast<char* const*>(argv), envp);
-      _exit(127);
-    }
-    int status = 0;
-    return waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-  }();
+  static const bool binds = !bubblewrap().empty() &&
+                            bubblewrap_exits_zero({"--ro-bind-fd", "0", "/tmp/lab", "--version"}, [] { return 0; });
   return binds;
 }
 
@@ -543,7 +540,7 @@ void LabProcess::start() {
   std::vector<std::string> sandbox_args;
   const std::string runtime_folder = gpu ? runtime_folder_to_bind() : "";
   const bool namespaces_here = mode == "on" && sandbox_works(drop, uid);
-  const bool tool_unbindable = !tool_.empty() && !bubblewrap_binds_descriptors();
+  const bool tool_unbindable = namespaces_here && !tool_.empty() && !bubblewrap_binds_descriptors();
   if (namespaces_here && !tool_unbindable) {
     sandbox_args = sandbox_options(gpu);
     sandbox_args.insert(sandbox_args.begin(), bubblewrap());
@@ -578,7 +575,7 @@ void LabProcess::start() {
   if (!said_how_ && log_fd >= 0) {
     said_how_ = true;
     std::string how = "[grader] the lab process runs " +
-                      std::string(namespaces_here && tool_unbindable
+                      std::string(tool_unbindable
                                       ? "without namespaces (this bubblewrap cannot bind a descriptor, "
                                         "--ro-bind-fd, which a run under a tool needs), "
                                   : !namespaced_   ? "without namespaces, "
