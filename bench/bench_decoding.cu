@@ -4,7 +4,7 @@
 //   bench_decoding --out results.csv [--quick] [--parts 1,2] [--bh 1024,32] [--dtypes bf16,fp32]
 //                  [--impls lab6,lab5] [--budget-s 120] [--max-reps 20]
 //                  [--groups 1,8] [--pages 16,64,256] [--splits auto,16,33] [--nks 4096,65536]
-//                  [--nqs 1,4,8]
+//                  [--nqs 1,4,8] [--l2 cold|warm]
 //
 // Part 1 (lab 6 part 1, a contiguous cache): d = 128, Nq = 1, non-causal, B * H in {32 * 32,
 // 1 * 32} (H = 32), Nk in {1k, 2k, ..., 128k} (quick: 4k and 32k). A configuration whose K and V
@@ -41,6 +41,11 @@
 //     warm-up that sizes the repetitions (reps = clamp(300 ms / t, 3, max-reps)), then reps calls
 //     each between its own cudaEvent pair; the median is reported. A row whose check fails is
 //     still timed and says "wrong" (or "nonfinite") in its status.
+//   * the L2 (column l2): "cold" (the default, --l2 cold) reads a buffer of twice the L2's size
+//     before each timed call, outside its events, as a decoding step finds a layer's cache after
+//     the rest of the model ran; "warm" (--l2 warm) times the calls back to back, so that a cache
+//     of up to a few times the L2's size is partly read from L2 (and its time depends on which
+//     lines survive, which varies from one process to the next).
 // Inputs come from course::fill_normal with fixed seeds (part 2: Q 20, K 21, V 22 over the
 // flat index of [B, H, N, d]), so that bench_torch_decoding.py can draw the same values.
 // Each row is written and flushed as soon as it is measured.
@@ -113,18 +118,19 @@ struct Row {
   int splits = 1, reps = 0;
   double ms = NAN, err = NAN;
   std::string status = "ok";
+  std::string l2;  // how the L2 was left before each timed call: cold or warm
 };
 
 const char* kColumns =
     "impl,dtype,BH,d,Nq,Nk,splits,ms,kv_bytes,gbps,copy_gbps,fraction,status,max_abs_err,reps,"
-    "part,B,H_q,H_kv,causal,page_size,layout,how";
+    "part,B,H_q,H_kv,causal,page_size,layout,how,l2";
 
 void write_row(FILE* csv, const Row& r, double copy) {
   const double gbps = double(r.kv_bytes) / (r.ms * 1e-3) / 1e9;
-  std::fprintf(csv, "%s,%s,%d,%d,%d,%d,%d,%.6g,%zu,%.6g,%.6g,%.4f,%s,%.3g,%d,%d,%d,%d,%d,%d,%d,%s,%s\n",
+  std::fprintf(csv, "%s,%s,%d,%d,%d,%d,%d,%.6g,%zu,%.6g,%.6g,%.4f,%s,%.3g,%d,%d,%d,%d,%d,%d,%d,%s,%s,%s\n",
                r.impl.c_str(), r.dtype.c_str(), r.B * r.H_q, kD, r.nq, r.nk, r.splits, r.ms, r.kv_bytes, gbps, copy,
                gbps / copy, r.status.c_str(), r.err, r.reps, r.part, r.B, r.H_q, r.H_kv, int(r.causal), r.page_size,
-               r.layout.c_str(), r.how.c_str());
+               r.layout.c_str(), r.how.c_str(), r.l2.c_str());
   std::fflush(csv);
   std::printf("%-10s %s B=%-2d Hq=%-2d Hkv=%-2d Nq=%d Nk=%6d page=%3d %-10s splits=%3d  %8.3f ms  %7.0f GB/s  "
               "%5.1f%% of copy  err %.2e  %s\n",
@@ -150,13 +156,22 @@ double head0_error(const void* q, const void* k, const void* v, const void* o, b
   return err;
 }
 
+// How each row is timed: at most max_reps calls, and before each one (outside its events) what
+// before_each does: evict the L2 ("cold", the default), or nothing ("warm").
+struct Timing {
+  int max_reps = 20;
+  std::string l2 = "cold";
+  std::function<void()> before_each;
+};
+
 // The measurement of one row: one checked call (check() gives its error), then the timed calls.
 void time_checked(Row& r, const std::function<void()>& call, const std::function<double()>& check,
-                  cudaStream_t stream, int max_reps) {
+                  cudaStream_t stream, const Timing& timing) {
   call();
   r.err = check();
   r.status = bench::error_status(r.err, r.dtype);
-  r.ms = bench::sized_median_ms(call, stream, max_reps, r.reps);
+  r.ms = bench::sized_median_ms(call, stream, timing.max_reps, r.reps, timing.before_each);
+  r.l2 = timing.l2;
 }
 
 // Runs body(r) and turns an exception into the row's status. False when the CUDA context is lost
@@ -205,7 +220,7 @@ std::function<void()> part1_call(const void* q, const void* k, const void* v, vo
 
 bool run_part1(FILE* csv, cudaStream_t stream, double copy, const std::vector<int>& nks, const std::string& bh_list,
                const std::vector<std::string>& dtypes, const std::vector<std::string>& impls, const std::vector<int>& splits,
-               int max_reps, const std::function<double()>& elapsed_s, double budget_s) {
+               const Timing& timing, const std::function<double()>& elapsed_s, double budget_s) {
   for (const std::string& dname : dtypes) {
     const bool bf16 = dname == "bf16";
     const size_t elem = bf16 ? 2 : 4;
@@ -259,7 +274,7 @@ bool run_part1(FILE* csv, cudaStream_t stream, double copy, const std::vector<in
 #endif
                 }
                 time_checked(r, call, [&] { return head0_error(q.get(), k.get(), v.get(), o.get(), bf16, 1, nk, false, stream); },
-                             stream, max_reps);
+                             stream, timing);
               }))
             return false;
           if (r.status.empty()) r.status = "ok";
@@ -335,7 +350,7 @@ struct Part2Options {
   std::vector<int> splits{0};
 };
 
-bool run_part2_point(FILE* csv, cudaStream_t stream, double copy, const GqaShape& g, int nk, int max_reps,
+bool run_part2_point(FILE* csv, cudaStream_t stream, double copy, const GqaShape& g, int nk, const Timing& timing,
                      const std::function<double()>& elapsed_s, double budget_s, const Part2Options& options) {
   const course::DType dt = course::DType::bf16;
   const int group = g.H_q / g.H_kv;
@@ -401,7 +416,7 @@ bool run_part2_point(FILE* csv, cudaStream_t stream, double copy, const GqaShape
               };
             }
             check_cuda(cudaMemsetAsync(o.get(), 0xff, q_elems * 2, stream), "poison O");  // NaN until written
-            time_checked(r, call, check, stream, max_reps);
+            time_checked(r, call, check, stream, timing);
           }))
         return false;
       if (r.status.empty()) r.status = "ok";
@@ -420,7 +435,7 @@ std::vector<int> nk_list(const std::vector<int>& given, bool quick, int first) {
   return nks;
 }
 
-bool run_part2(FILE* csv, cudaStream_t stream, double copy, bool quick, int max_reps,
+bool run_part2(FILE* csv, cudaStream_t stream, double copy, bool quick, const Timing& timing,
                const std::function<double()>& elapsed_s, double budget_s, const Part2Options& options) {
   std::vector<GqaShape> shapes;
   if (std::find(options.groups.begin(), options.groups.end(), 1) != options.groups.end())
@@ -430,7 +445,7 @@ bool run_part2(FILE* csv, cudaStream_t stream, double copy, bool quick, int max_
   const std::vector<int> nks = nk_list(options.nks, quick, 4096);
   for (const GqaShape& g : shapes)
     for (int nk : nks)
-      if (!run_part2_point(csv, stream, copy, g, nk, max_reps, elapsed_s, budget_s, options)) return false;
+      if (!run_part2_point(csv, stream, copy, g, nk, timing, elapsed_s, budget_s, options)) return false;
   return true;
 }
 
@@ -440,7 +455,7 @@ int main(int argc, char** argv) {
   std::string out_path, bh_list = "1024,32", dtypes_arg = "bf16,fp32", impls_arg = "lab6,lab5", parts_arg = "1,2";
   bool quick = false;
   double budget_s = 1e9;
-  int max_reps = 20;
+  Timing timing;
   Part2Options part2;
   try {
     for (int i = 1; i < argc; ++i) {
@@ -453,7 +468,11 @@ int main(int argc, char** argv) {
       else if (a == "--dtypes") dtypes_arg = value();
       else if (a == "--impls") impls_arg = value();
       else if (a == "--budget-s") budget_s = std::stod(value());
-      else if (a == "--max-reps") max_reps = std::stoi(value());
+      else if (a == "--max-reps") timing.max_reps = std::stoi(value());
+      else if (a == "--l2") {
+        timing.l2 = value();
+        if (timing.l2 != "cold" && timing.l2 != "warm") throw std::invalid_argument("--l2 takes cold or warm");
+      }
       else if (a == "--groups") part2.groups = bench::parse_choices(a, value(), {1, 8}, "part 2 has groups 1 and 8");
       else if (a == "--pages") part2.pages = bench::parse_counts(a, value());
       else if (a == "--splits") part2.splits = bench::parse_counts(a, value(), true);
@@ -478,7 +497,7 @@ int main(int argc, char** argv) {
   if (out_path.empty()) {
     std::fprintf(stderr, "usage: bench_decoding --out results.csv [--quick] [--parts 1,2] [--bh 1024,32] "
                          "[--dtypes bf16,fp32] [--impls lab6,lab5] [--budget-s S] [--max-reps N] [--groups 1,8] "
-                         "[--pages 16,64,256] [--splits auto,16,33] [--nks 4096,65536] [--nqs 1,4,8]\n");
+                         "[--pages 16,64,256] [--splits auto,16,33] [--nks 4096,65536] [--nqs 1,4,8] [--l2 cold|warm]\n");
     return 2;
   }
   if (!bench::device_usable("bench_decoding")) return 2;
@@ -500,14 +519,16 @@ int main(int argc, char** argv) {
   check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
   const double copy = copy_gbps(stream);
   std::printf("device-to-device copy: %.0f GB/s (bytes read + written)\n", copy);
+  const bench::L2Evictor evict_l2(stream);
+  if (timing.l2 == "cold") timing.before_each = [&] { evict_l2(); };
 
   // Part 2 first: part 1's largest rows take most of the time, and the budget cuts the last rows.
   const std::vector<std::string> parts = bench::split_list(parts_arg);
   bool alive = true;
-  if (has(parts, "2")) alive = run_part2(csv, stream, copy, quick, max_reps, elapsed_s, budget_s, part2);
+  if (has(parts, "2")) alive = run_part2(csv, stream, copy, quick, timing, elapsed_s, budget_s, part2);
   if (alive && has(parts, "1"))
     alive = run_part1(csv, stream, copy, nks, bh_list, bench::split_list(dtypes_arg), bench::split_list(impls_arg), part2.splits,
-                      max_reps, elapsed_s, budget_s);
+                      timing, elapsed_s, budget_s);
   std::fclose(csv);
   return alive ? 0 : 1;
 }

@@ -3,7 +3,7 @@
 
     python3 bench/bench_torch_decoding.py --out torch_decoding.csv [--quick] [--parts 1,2]
                                           [--bh 1024,32] [--dtypes bf16,fp32] [--budget-s 90]
-                                          [--max-reps 20]
+                                          [--max-reps 20] [--l2 cold|warm]
 
 Same configurations and CSV columns as bench_decoding.cu; layout [B, H, N, d], d = 128.
 Part 1: Nq = 1, non-causal, H = 32, B * H in {1024, 32}, Nk in {1k, ..., 128k} (quick: 4k and
@@ -22,7 +22,9 @@ j <= Nk - Nq + i).
 GB/s = K/V bytes / time; copy GB/s is a device-to-device copy of 4 GiB in this process, counted
 as bytes read + written; fraction = GB/s / copy GB/s. Correctness: max |O - O_fp64| over the Nq
 rows of head (0, 0). A configuration whose K and V do not fit in 60% of the free memory is
-skipped.
+skipped. Timing as bench_decoding's: the median of up to --max-reps calls, each between its own
+event pair, with the L2 evicted before each (a read of twice its size, outside the events) unless
+--l2 warm; column l2 says which.
 """
 import argparse
 import contextlib
@@ -31,11 +33,11 @@ import sys
 import time
 import warnings
 
-from torch_timing import median_ms, one_line
+from torch_timing import L2Evictor, median_ms, one_line
 
 COLUMNS = ["impl", "dtype", "BH", "d", "Nq", "Nk", "splits", "ms", "kv_bytes", "gbps", "copy_gbps",
            "fraction", "status", "max_abs_err", "reps", "part", "B", "H_q", "H_kv", "causal", "page_size",
-           "layout", "how"]
+           "layout", "how", "l2"]
 D, HEADS = 128, 32
 SEED_Q, SEED_K, SEED_V = 20, 21, 22  # bench_decoding.cu's part 2 seeds
 GQA_SHAPES = [(1, HEADS, HEADS, [1]), (4, HEADS, HEADS // 8, [1, 4, 8])]  # (B, H_q, H_kv, Nq values)
@@ -80,7 +82,7 @@ def new_row(**kw):
     row = {"impl": "", "dtype": "bf16", "BH": 0, "d": D, "Nq": 1, "Nk": 0, "splits": "", "ms": float("nan"),
            "kv_bytes": 0, "gbps": float("nan"), "copy_gbps": 0.0, "fraction": float("nan"), "status": "ok",
            "max_abs_err": float("nan"), "reps": 0, "part": 1, "B": 1, "H_q": 1, "H_kv": 1, "causal": 0,
-           "page_size": 0, "layout": "contiguous", "how": ""}
+           "page_size": 0, "layout": "contiguous", "how": "", "l2": ""}
     row.update(kw)
     return row
 
@@ -104,8 +106,10 @@ def forced(backend):
     return sdpa_kernel([backend])
 
 
-def check_and_time(torch, row, call, ref, max_reps):
-    """One checked call (max |O - ref| on head (0, 0)), then the timed calls, into row."""
+def check_and_time(bench, row, call, ref):
+    """One checked call (max |O - ref| on head (0, 0)), then the timed calls, into row; the L2
+    evicted before each timed call unless --l2 warm."""
+    torch, max_reps = bench.torch, bench.args.max_reps
     got = call()[0, 0].double()
     if not torch.isfinite(got).all():
         row["status"] = "nonfinite"
@@ -113,11 +117,11 @@ def check_and_time(torch, row, call, ref, max_reps):
         row["max_abs_err"] = (got - ref).abs().max().item()
         if row["max_abs_err"] > (5e-2 if row["dtype"] == "bf16" else 5e-3):
             row["status"] = "wrong"
-    warm = median_ms(torch, call, 1)
-    reps = max(3, min(max_reps, int(300.0 / warm) if warm > 0 else max_reps))
-    ms = median_ms(torch, call, reps)
+    first = median_ms(torch, call, 1, bench.before_each)
+    reps = max(3, min(max_reps, int(300.0 / first) if first > 0 else max_reps))
+    ms = median_ms(torch, call, reps, bench.before_each)
     gbps = row["kv_bytes"] / (ms * 1e-3) / 1e9
-    row.update(ms=ms, gbps=gbps, fraction=gbps / row["copy_gbps"], reps=reps)
+    row.update(ms=ms, gbps=gbps, fraction=gbps / row["copy_gbps"], reps=reps, l2=bench.args.l2)
 
 
 class Bench:
@@ -126,6 +130,7 @@ class Bench:
     def __init__(self, torch, args, writer, out, copy_gbps):
         self.torch, self.args, self.writer, self.out, self.copy_gbps = torch, args, writer, out, copy_gbps
         self.start = time.monotonic()
+        self.before_each = L2Evictor(torch) if args.l2 == "cold" else None
 
     def skip_reason(self, kv_bytes, copies=1):
         free, _ = self.torch.cuda.mem_get_info()
@@ -171,7 +176,7 @@ def run_part1(bench, dev):
                             def call():
                                 return F.scaled_dot_product_attention(q, k, v)
 
-                            check_and_time(torch, row, call, reference_head0(torch, q, k, v, False), args.max_reps)
+                            check_and_time(bench, row, call, reference_head0(torch, q, k, v, False))
 
                     measure_row(bench, row, bench.skip_reason(kv_bytes), measure)
 
@@ -232,7 +237,7 @@ def run_part2_backend(bench, row, backend, q, k, v, group, nq, nk, ref):
                 refused.append(one_line(e, 60))
                 continue
             row["how"] = how
-            check_and_time(torch, row, call, ref, bench.args.max_reps)
+            check_and_time(bench, row, call, ref)
             return
     row["status"] = "error:" + (refused[0] if refused else "no way")
 
@@ -278,6 +283,8 @@ def main():
     ap.add_argument("--dtypes", default="bf16,fp32")
     ap.add_argument("--budget-s", type=float, default=1e9)
     ap.add_argument("--max-reps", type=int, default=20)
+    ap.add_argument("--l2", choices=["cold", "warm"], default="cold",
+                    help="cold (default): evict the L2 before each timed call, as bench_decoding does")
     args = ap.parse_args()
     out = open(args.out, "w", newline="")
     writer = csv.DictWriter(out, fieldnames=COLUMNS)

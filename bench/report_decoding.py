@@ -35,6 +35,11 @@ LABELS = {"lab6": "lab 6 (split-KV)", "lab6:paged": "lab 6 part 2 (paged)", "lab
 # Part 2's columns, and what a CSV from before part 2 means by them.
 PART2_DEFAULTS = {"part": "1", "B": "", "H_q": "", "H_kv": "", "causal": "0", "page_size": "0",
                   "layout": "contiguous", "how": ""}
+# A CSV from before the l2 column timed its calls back to back: a warm L2.
+OLDER_DEFAULTS = {**PART2_DEFAULTS, "l2": "warm"}
+# What a row measured; every other column says what was run, and rows alike in all of those are
+# rounds of one configuration (BENCH_ROUNDS: one process per round, so one CSV each).
+MEASURED = {"ms", "gbps", "copy_gbps", "fraction", "status", "max_abs_err", "reps"}
 TORCH_BACKENDS = ["torch:flash", "torch:efficient", "torch:cudnn", "torch:math"]  # forced, one at a time
 # "Best SDPA" is the fastest of these and of PyTorch's own choice (torch:sdpa, one of the same
 # backends): a forced backend's time can include the cost of forcing it (see bench/README.md).
@@ -45,10 +50,64 @@ PAGES = [16, 64, 256]
 def load(files):
     rows = [r for f in files for r in csv.DictReader(open(f))]
     for r in rows:
-        for key, value in PART2_DEFAULTS.items():
+        for key, value in OLDER_DEFAULTS.items():
             if r.get(key) in (None, ""):
                 r[key] = value
     return rows
+
+
+def median(values):
+    v = sorted(values)
+    mid = len(v) // 2
+    return v[mid] if len(v) % 2 else 0.5 * (v[mid - 1] + v[mid])
+
+
+def combine_rounds(rows):
+    """One row per configuration: the median time over the rounds whose check passed (GB/s and
+    the copy fraction from it, the copy the median of the rounds'), the largest error, and
+    `rounds`, `ms_min`, `ms_max`. A configuration with no passing round keeps its first row.
+    Timings of one kernel differ between processes (bench/README.md), so a ratio between two
+    kernels is read from medians, not from one run of each."""
+    by_config = {}
+    for r in rows:
+        by_config.setdefault(tuple(sorted((k, v) for k, v in r.items() if k not in MEASURED)), []).append(r)
+    out = []
+    for same in by_config.values():
+        passed = [r for r in same if r["status"] == "ok"]
+        row = dict(same[0], rounds=len(passed), ms_min="", ms_max="")
+        if passed:
+            times = [float(r["ms"]) for r in passed]
+            ms, copy = median(times), median([float(r["copy_gbps"]) for r in passed])
+            gbps = float(row["kv_bytes"]) / (ms * 1e-3) / 1e9
+            row.update(ms=ms, gbps=gbps, copy_gbps=copy, fraction=gbps / copy, ms_min=min(times), ms_max=max(times),
+                       max_abs_err=max(float(r["max_abs_err"]) for r in passed), status="ok")
+        out.append(row)
+    return out
+
+
+def spread_markdown(rows):
+    """How far the rounds of each implementation's rows lie apart: (slowest - fastest) / median."""
+    several = [r for r in rows if r["status"] == "ok" and r["rounds"] > 1]
+    if not several:
+        return []
+    def spread(r):
+        return (r["ms_max"] - r["ms_min"]) / r["ms"]
+    rounds = sorted({r["rounds"] for r in several})
+    lines = ["## Spread between rounds", "",
+             f"Each figure above is the median of {' to '.join(map(str, (rounds[0], rounds[-1])) if len(rounds) > 1 else str(rounds[0]))} "
+             "rounds (one process each); per implementation, the widest (slowest - fastest) / median of its rows, "
+             "and its rows whose rounds lie more than 5% apart.", ""]
+    for impl in ordered_impls(several):
+        mine = [r for r in several if r["impl"] == impl]
+        worst = max(mine, key=spread)
+        wide = [r for r in mine if spread(r) > 0.05]
+        lines.append(f"- {impl}: widest {100 * spread(worst):.1f}% (part {worst['part']}, B*H = {worst['BH']}, "
+                     f"Nq = {worst['Nq']}, Nk = {worst['Nk']}); {len(wide)} of {len(mine)} rows over 5%"
+                     + (": " + "; ".join(f"Nk = {r['Nk']}, Nq = {r['Nq']}, {r['layout']}"
+                                          + (f" {r['page_size']}" if r["page_size"] != "0" else "")
+                                          + f" {1e3 * r['ms_min']:.1f}-{1e3 * r['ms_max']:.1f} us" for r in wide[:6])
+                        if wide else ""))
+    return lines + [""]
 
 
 def part(rows, n):
@@ -319,11 +378,17 @@ def sweep_markdown(rows):
 
 def markdown(rows, gpu, commit):
     lines = [f"# Decoding: K/V bandwidth, {gpu} (commit {commit})", ""]
+    modes = sorted({r["l2"] for r in rows})
+    lines += ["L2 before each timed call: " + " and ".join(
+        {"cold": "cold (evicted by reading twice its size, outside the call's events)",
+         "warm": "warm (calls back to back: a cache of up to a few times the L2's size is partly read from it)"}.get(m, m)
+        for m in modes) + ".", ""]
     library = chosen(rows)
     lines += part1_markdown(part(library, 1))
     if part(library, 2):
         lines += part2_markdown(part(library, 2))
     lines += sweep_markdown(rows)
+    lines += spread_markdown(library)
     return lines
 
 
@@ -433,15 +498,20 @@ def main(argv):
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
         return 2
     base, gpu, commit, files = argv[1], argv[2], argv[3], argv[4:]
-    rows = load(files)
-    if not rows:
+    every_row = load(files)
+    if not every_row:
         print("report_decoding: no rows in " + " ".join(files), file=sys.stderr)
         return 1
+    if len({r["l2"] for r in every_row}) > 1:
+        print("report_decoding: these CSVs mix rows timed with a cold and with a warm L2; report each apart",
+              file=sys.stderr)
+        return 1
+    rows = combine_rounds(every_row)
     if not provenance.among(base + ".csv", files):  # a recorded run drawn again: its CSV stays
         with open(base + ".csv", "w", newline="") as out:
-            w = csv.DictWriter(out, fieldnames=list(rows[0].keys()))
+            w = csv.DictWriter(out, fieldnames=list(every_row[0].keys()))
             w.writeheader()
-            w.writerows(rows)
+            w.writerows(every_row)
     lines = markdown(rows, gpu, commit)
     with open(base + ".md", "w") as out:
         out.write("\n".join(lines) + "\n")
