@@ -171,7 +171,6 @@ void time_checked(Row& r, const std::function<void()>& call, const std::function
   r.err = check();
   r.status = bench::error_status(r.err, r.dtype);
   r.ms = bench::sized_median_ms(call, stream, timing.max_reps, r.reps, timing.before_each);
-  r.l2 = timing.l2;
 }
 
 // Runs body(r) and turns an exception into the row's status. False when the CUDA context is lost
@@ -241,7 +240,7 @@ bool run_part1(FILE* csv, cudaStream_t stream, double copy, const std::vector<in
 #endif
           if (impl == "lab5" && !bf16) continue;  // lab 5 is bf16/fp16 only
           Row r;
-          r.impl = impl, r.dtype = dname, r.B = B, r.H_q = r.H_kv = H, r.nk = nk;
+          r.impl = impl, r.dtype = dname, r.B = B, r.H_q = r.H_kv = H, r.nk = nk, r.l2 = timing.l2;
           r.kv_bytes = 2 * kv_elems * elem;
           if (impl == "lab5") r.how = "no split";
           if (forced_splits > 0 && impl == "lab6") r.how = "split count forced";
@@ -385,7 +384,7 @@ bool run_part2_point(FILE* csv, cudaStream_t stream, double copy, const GqaShape
     for (const auto& [layout, page, forced_splits] : layouts) {
       Row r;
       r.part = 2, r.B = g.B, r.H_q = g.H_q, r.H_kv = g.H_kv, r.nq = nq, r.nk = nk, r.causal = nq > 1;
-      r.layout = layout, r.page_size = page, r.kv_bytes = kv_bytes;
+      r.layout = layout, r.page_size = page, r.kv_bytes = kv_bytes, r.l2 = timing.l2;
       r.impl = layout == "contiguous" ? "lab6" : "lab6:paged";
       r.status = skip.empty() ? skip_reason(0, 0, elapsed_s(), budget_s) : skip;
       if (r.status.empty() && !run_row(r, [&] {
