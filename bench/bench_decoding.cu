@@ -4,7 +4,7 @@
 //   bench_decoding --out results.csv [--quick] [--parts 1,2] [--bh 1024,32] [--dtypes bf16,fp32]
 //                  [--impls lab6,lab5] [--budget-s 120] [--max-reps 20]
 //                  [--groups 1,8] [--pages 16,64,256] [--splits auto,16,33] [--nks 4096,65536]
-//                  [--nqs 1,4,8] [--l2 cold|warm]
+//                  [--nqs 1,4,8] [--l2 cold|warm] [--kv-gaps separate,0,65536]
 //
 // Part 1 (lab 6 part 1, a contiguous cache): d = 128, Nq = 1, non-causal, B * H in {32 * 32,
 // 1 * 32} (H = 32), Nk in {1k, 2k, ..., 128k} (quick: 4k and 32k). A configuration whose K and V
@@ -30,7 +30,10 @@
 // choice, choose_paged_splits' or choose_num_splits'; a number forces it, and the row's `how`
 // says so): the way to see what a split heuristic gives up at a shape. --nks replaces both parts'
 // lists of Nk (with --quick too), and --nqs group 8's Nq: one shape alone, as tools/profile runs
-// it under Nsight Compute.
+// it under Nsight Compute. --kv-gaps times each of part 1's rows once per placement of K and V:
+// "separate" (the default) allocates them apart, a number of bytes puts them in one allocation
+// with V that far after K's end (`how` says "placement: V <n> bytes after K"): the way to see
+// whether a kernel's time depends on where its K and V lie in memory.
 // Method (both parts):
 //   * GB/s = K/V bytes / time (Q, O and the workspace are less than 0.1% of it at these sizes).
 //   * copy GB/s: a device-to-device cudaMemcpyAsync of 4 GiB in the same process, counted as
@@ -214,12 +217,40 @@ std::function<void()> part1_call(const void* q, const void* k, const void* v, vo
   };
 }
 
+// K and V of `bytes` each: two allocations (gap < 0, as a program usually has them), or one
+// allocation with V starting `gap` bytes after K's end (--kv-gaps: where V lies relative to K).
+struct KvBuffers {
+  std::unique_ptr<DeviceBuffer> first, second;
+  void* k = nullptr;
+  void* v = nullptr;
+};
+
+KvBuffers make_kv(size_t bytes, long long gap) {
+  KvBuffers kv;
+  if (gap < 0) {
+    kv.first = std::make_unique<DeviceBuffer>(bytes);
+    kv.second = std::make_unique<DeviceBuffer>(bytes);
+    kv.k = kv.first->get(), kv.v = kv.second->get();
+  } else {
+    kv.first = std::make_unique<DeviceBuffer>(2 * bytes + size_t(gap));
+    kv.k = kv.first->get(), kv.v = static_cast<char*>(kv.first->get()) + bytes + gap;
+  }
+  return kv;
+}
+
+// The `how` of a row: what was forced, joined by "; " (a CSV field: no commas).
+std::string how_of(int forced_splits, long long gap) {
+  std::string how = forced_splits > 0 ? "split count forced" : "";
+  if (gap >= 0) how += (how.empty() ? "" : "; ") + std::string("placement: V ") + std::to_string(gap) + " bytes after K";
+  return how;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Part 1: Nq = 1, no grouping, a contiguous cache; lab 6 part 1 against lab 5 without splits.
 
 bool run_part1(FILE* csv, cudaStream_t stream, double copy, const std::vector<int>& nks, const std::string& bh_list,
                const std::vector<std::string>& dtypes, const std::vector<std::string>& impls, const std::vector<int>& splits,
-               const Timing& timing, const std::function<double()>& elapsed_s, double budget_s) {
+               const std::vector<long long>& kv_gaps, const Timing& timing, const std::function<double()>& elapsed_s, double budget_s) {
   for (const std::string& dname : dtypes) {
     const bool bf16 = dname == "bf16";
     const size_t elem = bf16 ? 2 : 4;
@@ -229,11 +260,19 @@ bool run_part1(FILE* csv, cudaStream_t stream, double copy, const std::vector<in
       const int B = std::max(1, bh / kHeads), H = bh / B;
       for (int nk : nks) {
         const size_t kv_elems = size_t(B) * H * nk * kD;
-        // One lab6 row per split count listed (0: choose_num_splits'), then lab5's one.
-        std::vector<std::pair<std::string, int>> runs;
-        for (int s : splits) runs.emplace_back("lab6", s);
-        runs.emplace_back("lab5", 1);
-        for (const auto& [impl, forced_splits] : runs) {
+        // One lab6 row per split count listed (0: choose_num_splits'), then lab5's one; each once
+        // per placement of K and V (-1: two allocations).
+        struct Run {
+          std::string impl;
+          int forced_splits;
+          long long gap;
+        };
+        std::vector<Run> runs;
+        for (long long gap : kv_gaps) {
+          for (int s : splits) runs.push_back({"lab6", s, gap});
+          runs.push_back({"lab5", 1, gap});
+        }
+        for (const auto& [impl, forced_splits, gap] : runs) {
           if (!has(impls, impl)) continue;
 #if !COURSE_HAVE_LAB5
           if (impl == "lab5") continue;
@@ -242,17 +281,17 @@ bool run_part1(FILE* csv, cudaStream_t stream, double copy, const std::vector<in
           Row r;
           r.impl = impl, r.dtype = dname, r.B = B, r.H_q = r.H_kv = H, r.nk = nk, r.l2 = timing.l2;
           r.kv_bytes = 2 * kv_elems * elem;
-          if (impl == "lab5") r.how = "no split";
-          if (forced_splits > 0 && impl == "lab6") r.how = "split count forced";
+          r.how = impl == "lab5" ? "no split" : how_of(forced_splits, gap);
+          if (impl == "lab5" && gap >= 0) r.how += "; " + how_of(0, gap);
           r.status = skip_reason(r.kv_bytes, 1, elapsed_s(), budget_s);
           if (r.status.empty() && !run_row(r, [&] {
-                DeviceBuffer q(size_t(bh) * kD * elem), k(kv_elems * elem), v(kv_elems * elem),
-                    o(size_t(bh) * kD * elem), lse(size_t(bh) * 4);
+                DeviceBuffer q(size_t(bh) * kD * elem), o(size_t(bh) * kD * elem), lse(size_t(bh) * 4);
+                const KvBuffers kv = make_kv(kv_elems * elem, gap);
                 uint64_t seed = 7;
-                for (DeviceBuffer* b : {&q, &k, &v}) {
-                  const int64_t n = int64_t(b == &q ? size_t(bh) * kD : kv_elems);
-                  if (bf16) course::fill_normal(static_cast<__nv_bfloat16*>(b->get()), n, ++seed, stream);
-                  else course::fill_normal(static_cast<float*>(b->get()), n, ++seed, stream);
+                for (void* b : {q.get(), kv.k, kv.v}) {
+                  const int64_t n = int64_t(b == q.get() ? size_t(bh) * kD : kv_elems);
+                  if (bf16) course::fill_normal(static_cast<__nv_bfloat16*>(b), n, ++seed, stream);
+                  else course::fill_normal(static_cast<float*>(b), n, ++seed, stream);
                 }
                 float* lse_p = static_cast<float*>(lse.get());
                 std::function<void()> call;
@@ -261,18 +300,18 @@ bool run_part1(FILE* csv, cudaStream_t stream, double copy, const std::vector<in
                   const course::lab6::DecodeShape shape{B, H, 1, nk, kD};
                   r.splits = forced_splits > 0 ? forced_splits : course::lab6::choose_num_splits(shape, dt, sm_count());
                   workspace = std::make_unique<DeviceBuffer>(course::lab6::split_kv_workspace_bytes(shape, dt, r.splits));
-                  call = part1_call(q.get(), k.get(), v.get(), o.get(), lse_p, dt, shape, r.splits, *workspace, stream);
+                  call = part1_call(q.get(), kv.k, kv.v, o.get(), lse_p, dt, shape, r.splits, *workspace, stream);
                 } else {
 #if COURSE_HAVE_LAB5
                   call = [&] {
                     course::lab5::ForwardOptions opt;
                     opt.stream = stream;
-                    course::lab5::flash_attention_forward(q.get(), k.get(), v.get(), o.get(), lse_p, course::DType::bf16,
+                    course::lab5::flash_attention_forward(q.get(), kv.k, kv.v, o.get(), lse_p, course::DType::bf16,
                                                           {B, H, 1, nk, kD}, opt);
                   };
 #endif
                 }
-                time_checked(r, call, [&] { return head0_error(q.get(), k.get(), v.get(), o.get(), bf16, 1, nk, false, stream); },
+                time_checked(r, call, [&] { return head0_error(q.get(), kv.k, kv.v, o.get(), bf16, 1, nk, false, stream); },
                              stream, timing);
               }))
             return false;
@@ -347,6 +386,7 @@ struct Part2Options {
   std::vector<int> nks;           // empty: the default list
   std::vector<int> pages{16, 64, 256};
   std::vector<int> splits{0};
+  std::vector<long long> kv_gaps{-1};  // part 1's placements of V after K (-1: two allocations)
 };
 
 bool run_part2_point(FILE* csv, cudaStream_t stream, double copy, const GqaShape& g, int nk, const Timing& timing,
@@ -425,6 +465,30 @@ bool run_part2_point(FILE* csv, cudaStream_t stream, double copy, const GqaShape
   return true;
 }
 
+// --kv-gaps: "separate" (-1: K and V in two allocations) or a number of bytes >= 0, a multiple
+// of 16 (the kernels' loads are 16 bytes wide).
+std::vector<long long> parse_gaps(const std::string& list) {
+  std::vector<long long> out;
+  for (const std::string& item : bench::split_list(list)) {
+    if (item == "separate") {
+      out.push_back(-1);
+      continue;
+    }
+    size_t used = 0;
+    long long n = -1;
+    try {
+      n = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size() || n < 0 || n % 16 != 0)
+      throw std::invalid_argument("--kv-gaps: '" + item + "' is not 'separate' or a multiple of 16 bytes");
+    out.push_back(n);
+  }
+  if (out.empty()) throw std::invalid_argument("--kv-gaps needs at least one value");
+  return out;
+}
+
 // A part's Nk: --nks where given, else the quick pair, else every power of two from `first` to 128k.
 std::vector<int> nk_list(const std::vector<int>& given, bool quick, int first) {
   if (!given.empty()) return given;
@@ -476,6 +540,7 @@ int main(int argc, char** argv) {
       else if (a == "--pages") part2.pages = bench::parse_counts(a, value());
       else if (a == "--splits") part2.splits = bench::parse_counts(a, value(), true);
       else if (a == "--nks") part2.nks = bench::parse_counts(a, value());
+      else if (a == "--kv-gaps") part2.kv_gaps = parse_gaps(value());
       else if (a == "--nqs") part2.nqs = bench::parse_choices(a, value(), {1, 4, 8}, "group 8 has Nq 1, 4 and 8");
       else if (a == "--list") {
         std::puts("lab6");
@@ -496,7 +561,8 @@ int main(int argc, char** argv) {
   if (out_path.empty()) {
     std::fprintf(stderr, "usage: bench_decoding --out results.csv [--quick] [--parts 1,2] [--bh 1024,32] "
                          "[--dtypes bf16,fp32] [--impls lab6,lab5] [--budget-s S] [--max-reps N] [--groups 1,8] "
-                         "[--pages 16,64,256] [--splits auto,16,33] [--nks 4096,65536] [--nqs 1,4,8] [--l2 cold|warm]\n");
+                         "[--pages 16,64,256] [--splits auto,16,33] [--nks 4096,65536] [--nqs 1,4,8] [--l2 cold|warm] "
+                         "[--kv-gaps separate,0,65536]\n");
     return 2;
   }
   if (!bench::device_usable("bench_decoding")) return 2;
@@ -527,7 +593,7 @@ int main(int argc, char** argv) {
   if (has(parts, "2")) alive = run_part2(csv, stream, copy, quick, timing, elapsed_s, budget_s, part2);
   if (alive && has(parts, "1"))
     alive = run_part1(csv, stream, copy, nks, bh_list, bench::split_list(dtypes_arg), bench::split_list(impls_arg), part2.splits,
-                      timing, elapsed_s, budget_s);
+                      part2.kv_gaps, timing, elapsed_s, budget_s);
   std::fclose(csv);
   return alive ? 0 : 1;
 }

@@ -4,6 +4,7 @@
     python3 bench/bench_torch_decoding.py --out torch_decoding.csv [--quick] [--parts 1,2]
                                           [--bh 1024,32] [--dtypes bf16,fp32] [--budget-s 90]
                                           [--max-reps 20] [--l2 cold|warm]
+                                          [--kv-gaps separate,0,65536] [--nks 4096,65536]
 
 Same configurations and CSV columns as bench_decoding.cu; layout [B, H, N, d], d = 128.
 Part 1: Nq = 1, non-causal, H = 32, B * H in {1024, 32}, Nk in {1k, ..., 128k} (quick: 4k and
@@ -150,11 +151,45 @@ class Bench:
               flush=True)
 
 
+def nk_list(args, first):
+    """A part's Nk: --nks where given, else the quick pair, else every power of two from `first`
+    to 128k (bench_decoding's nk_list)."""
+    if args.nks:
+        return [int(x) for x in args.nks.split(",")]
+    return [4096, 32768] if args.quick else [n for n in (first << i for i in range(8)) if n <= 131072]
+
+
+def kv_pair(torch, shape, dtype, dev, gap):
+    """Empty K and V: two tensors (gap < 0), or views of one buffer with V `gap` bytes after K's
+    end (--kv-gaps, as bench_decoding's)."""
+    if gap < 0:
+        return torch.empty(shape, dtype=dtype, device=dev), torch.empty(shape, dtype=dtype, device=dev)
+    n, size = 1, torch.empty(0, dtype=dtype).element_size()
+    for x in shape:
+        n *= x
+    flat = torch.empty(2 * n + gap // size, dtype=dtype, device=dev)
+    return flat[:n].view(shape), flat[n + gap // size:].view(shape)
+
+
+def parse_gaps(text):
+    """--kv-gaps: 'separate' (-1) or bytes >= 0, a multiple of 16."""
+    gaps = []
+    for item in text.split(","):
+        if item == "separate":
+            gaps.append(-1)
+        elif item.isdigit() and int(item) % 16 == 0:
+            gaps.append(int(item))
+        else:
+            raise SystemExit(f"bench_torch_decoding: --kv-gaps: '{item}' is not 'separate' or a multiple of 16 bytes")
+    return gaps
+
+
 def run_part1(bench, dev):
     torch, args = bench.torch, bench.args
+    gaps = parse_gaps(args.kv_gaps)
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend
-    nks = [4096, 32768] if args.quick else [1024 << i for i in range(8)]
+    nks = nk_list(args, 1024)
     for dname in [x for x in args.dtypes.split(",") if x in ("bf16", "fp32")]:
         dtype = torch.bfloat16 if dname == "bf16" else torch.float32
         impls = [("torch:sdpa", None)] + ([("torch:flash", SDPBackend.FLASH_ATTENTION)] if dname == "bf16" else [])
@@ -163,16 +198,17 @@ def run_part1(bench, dev):
             H = bh // B
             for nk in nks:
                 kv_bytes = 2 * B * H * nk * D * (2 if dname == "bf16" else 4)
-                for name, backend in impls:
+                for (name, backend), gap in [(i, g) for g in gaps for i in impls]:
                     row = new_row(impl=name, dtype=dname, BH=bh, Nk=nk, kv_bytes=kv_bytes, copy_gbps=bench.copy_gbps,
-                                  B=B, H_q=H, H_kv=H)
+                                  B=B, H_q=H, H_kv=H, how="" if gap < 0 else f"placement: V {gap} bytes after K")
 
                     def measure():
                         gen = torch.Generator(device=dev)
                         gen.manual_seed(nk)
                         q = torch.randn(B, H, 1, D, device=dev, generator=gen).to(dtype)
-                        k = torch.randn(B, H, nk, D, device=dev, generator=gen, dtype=dtype)
-                        v = torch.randn(B, H, nk, D, device=dev, generator=gen, dtype=dtype)
+                        k, v = kv_pair(torch, (B, H, nk, D), dtype, dev, gap)
+                        k.copy_(torch.randn(B, H, nk, D, device=dev, generator=gen, dtype=dtype))
+                        v.copy_(torch.randn(B, H, nk, D, device=dev, generator=gen, dtype=dtype))
                         with torch.inference_mode(), forced(backend):
                             def call():
                                 return F.scaled_dot_product_attention(q, k, v)
@@ -248,7 +284,7 @@ def run_part2(bench, dev):
     from torch.nn.attention import SDPBackend
     backends = [("torch:flash", SDPBackend.FLASH_ATTENTION), ("torch:efficient", SDPBackend.EFFICIENT_ATTENTION),
                 ("torch:cudnn", SDPBackend.CUDNN_ATTENTION), ("torch:math", SDPBackend.MATH), ("torch:sdpa", None)]
-    nks = [4096, 32768] if args.quick else [4096 << i for i in range(6)]
+    nks = nk_list(args, 4096)
     for B, H_q, H_kv, nqs in GQA_SHAPES:
         group = H_q // H_kv
         for nk in nks:
@@ -284,6 +320,9 @@ def main():
     ap.add_argument("--dtypes", default="bf16,fp32")
     ap.add_argument("--budget-s", type=float, default=1e9)
     ap.add_argument("--max-reps", type=int, default=20)
+    ap.add_argument("--nks", default="", help="both parts' Nk instead of their lists (as bench_decoding's)")
+    ap.add_argument("--kv-gaps", default="separate",
+                    help="part 1's placements of K and V, as bench_decoding's: separate, or V n bytes after K")
     ap.add_argument("--l2", choices=["cold", "warm"], default="cold",
                     help="cold (default): evict the L2 before each timed call, as bench_decoding does")
     args = ap.parse_args()

@@ -115,13 +115,21 @@ def part(rows, n):
 
 
 FORCED = "split count forced"  # the `how` of a row whose split count bench_decoding --splits N forced
+PLACED = "placement: V "       # how a --kv-gaps row's `how` starts: "placement: V <n> bytes after K"
 
 
 def chosen(rows):
-    """The rows run as the library runs them: not those of a sweep's forced split counts, which
-    the main tables and the picture leave out (each table takes one row per cell, and a forced
-    row read first would stand in the library's place); the sweep's own table shows them."""
-    return [r for r in rows if r["how"] != FORCED]
+    """The rows run as the library runs them, on K and V allocated apart: not those of a sweep's
+    forced split counts or placements of K and V, which the main tables and the picture leave out
+    (each table takes one row per cell, and a study's row read first would stand in the library's
+    place); each study has its own table."""
+    return [r for r in rows if r["how"] != FORCED and PLACED not in r["how"]]
+
+
+def gap_of(r):
+    """A --kv-gaps row's gap in bytes; None for K and V allocated apart."""
+    how = r["how"]
+    return int(how[how.index(PLACED) + len(PLACED):].split()[0]) if PLACED in how else None
 
 
 def ordered_impls(rows):
@@ -376,6 +384,35 @@ def sweep_markdown(rows):
     return lines
 
 
+def placement_markdown(rows):
+    """Part 1's rows timed once per placement of K and V (bench_decoding / bench_torch_decoding.py
+    --kv-gaps): per implementation and Nk, the time with K and V apart and with V n bytes after K
+    in one allocation, and the slowest over the fastest."""
+    placed = [r for r in rows if r["part"] == "1" and PLACED in r["how"] and "forced" not in r["how"]]
+    if not placed:
+        return []
+    gaps = sorted({gap_of(r) for r in placed})
+    lines = ["## Where K and V lie (--kv-gaps)", "",
+             "Part 1's time in microseconds with K and V in two allocations (`apart`, as everywhere above) and in one "
+             "allocation with V n bytes after K's end; `slowest / fastest` over the placements of the row. A kernel "
+             "whose time moves with the placement reads K and V in a pattern that some placements of them in memory "
+             "serve worse.", ""]
+    keys = sorted({(r["dtype"], r["BH"], r["impl"]) for r in placed}, key=lambda k: (k[0], -int(k[1]), k[2]))
+    for dtype, bh, impl in keys:
+        lines += [f"### {impl}, {dtype}, B*H = {bh}", "",
+                  "| Nk | apart | " + " | ".join(f"V {g} B after K" for g in gaps) + " | slowest / fastest |",
+                  "|---|---|" + "---|" * (len(gaps) + 1)]
+        mine = [r for r in rows if r["part"] == "1" and (r["dtype"], r["BH"], r["impl"]) == (dtype, bh, impl)
+                and "forced" not in r["how"]]
+        for nk in sorted({int(r["Nk"]) for r in mine if PLACED in r["how"]}):
+            at = {gap_of(r): r for r in mine if int(r["Nk"]) == nk and ok(r)}
+            times = [1e3 * float(at[g]["ms"]) for g in [None] + gaps if g in at]
+            cells = [f"{1e3 * float(at[g]['ms']):.1f}" if g in at else "" for g in [None] + gaps]
+            lines.append(f"| {nk} | " + " | ".join(cells) + f" | {max(times) / min(times):.2f}x |" if times else "")
+        lines.append("")
+    return lines
+
+
 def markdown(rows, gpu, commit):
     lines = [f"# Decoding: K/V bandwidth, {gpu} (commit {commit})", ""]
     modes = sorted({r["l2"] for r in rows})
@@ -388,6 +425,7 @@ def markdown(rows, gpu, commit):
     if part(library, 2):
         lines += part2_markdown(part(library, 2))
     lines += sweep_markdown(rows)
+    lines += placement_markdown(rows)
     lines += spread_markdown(library)
     return lines
 
