@@ -465,30 +465,6 @@ bool run_part2_point(FILE* csv, cudaStream_t stream, double copy, const GqaShape
   return true;
 }
 
-// --kv-gaps: "separate" (-1: K and V in two allocations) or a number of bytes >= 0, a multiple
-// of 16 (the kernels' loads are 16 bytes wide).
-std::vector<long long> parse_gaps(const std::string& list) {
-  std::vector<long long> out;
-  for (const std::string& item : bench::split_list(list)) {
-    if (item == "separate") {
-      out.push_back(-1);
-      continue;
-    }
-    size_t used = 0;
-    long long n = -1;
-    try {
-      n = std::stoll(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != item.size() || n < 0 || n % 16 != 0)
-      throw std::invalid_argument("--kv-gaps: '" + item + "' is not 'separate' or a multiple of 16 bytes");
-    out.push_back(n);
-  }
-  if (out.empty()) throw std::invalid_argument("--kv-gaps needs at least one value");
-  return out;
-}
-
 // A part's Nk: --nks where given, else the quick pair, else every power of two from `first` to 128k.
 std::vector<int> nk_list(const std::vector<int>& given, bool quick, int first) {
   if (!given.empty()) return given;
@@ -540,7 +516,7 @@ int main(int argc, char** argv) {
       else if (a == "--pages") part2.pages = bench::parse_counts(a, value());
       else if (a == "--splits") part2.splits = bench::parse_counts(a, value(), true);
       else if (a == "--nks") part2.nks = bench::parse_counts(a, value());
-      else if (a == "--kv-gaps") part2.kv_gaps = parse_gaps(value());
+      else if (a == "--kv-gaps") part2.kv_gaps = bench::parse_gaps(a, value());
       else if (a == "--nqs") part2.nqs = bench::parse_choices(a, value(), {1, 4, 8}, "group 8 has Nq 1, 4 and 8");
       else if (a == "--list") {
         std::puts("lab6");

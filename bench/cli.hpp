@@ -57,6 +57,30 @@ inline std::vector<int> parse_counts(const std::string& option, const std::strin
   return out;
 }
 
+// Byte offsets (--kv-gaps): "separate" as -1 (two allocations), or a whole number >= 0 that is a
+// multiple of 16 (the kernels' loads are 16 bytes wide).
+inline std::vector<long long> parse_gaps(const std::string& option, const std::string& list) {
+  std::vector<long long> out;
+  for (const std::string& item : split_list(list)) {
+    if (item == "separate") {
+      out.push_back(-1);
+      continue;
+    }
+    size_t used = 0;
+    long long n = -1;
+    try {
+      n = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size() || n < 0 || n % 16 != 0)
+      throw std::invalid_argument(option + ": '" + item + "' is not 'separate' or a multiple of 16 bytes");
+    out.push_back(n);
+  }
+  if (out.empty()) throw std::invalid_argument(option + " needs at least one value");
+  return out;
+}
+
 // Items that must each be one of `allowed` (--ds 64,128); anything else is an error that says
 // `rule`.
 inline std::vector<int> parse_choices(const std::string& option, const std::string& list, const std::vector<int>& allowed,

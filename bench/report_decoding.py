@@ -35,8 +35,9 @@ LABELS = {"lab6": "lab 6 (split-KV)", "lab6:paged": "lab 6 part 2 (paged)", "lab
 # Part 2's columns, and what a CSV from before part 2 means by them.
 PART2_DEFAULTS = {"part": "1", "B": "", "H_q": "", "H_kv": "", "causal": "0", "page_size": "0",
                   "layout": "contiguous", "how": ""}
-# A CSV from before the l2 column timed its calls back to back: a warm L2.
-OLDER_DEFAULTS = {**PART2_DEFAULTS, "l2": "warm"}
+# A CSV from before the l2 column timed its calls back to back, the host launching each while the
+# GPU waited: a warm L2, and a short call's time included its launch.
+OLDER_DEFAULTS = {**PART2_DEFAULTS, "l2": "back to back"}
 # What a row measured; every other column says what was run, and rows alike in all of those are
 # rounds of one configuration (BENCH_ROUNDS: one process per round, so one CSV each).
 MEASURED = {"ms", "gbps", "copy_gbps", "fraction", "status", "max_abs_err", "reps"}
@@ -85,6 +86,14 @@ def combine_rounds(rows):
     return out
 
 
+def describe(r):
+    """A row's configuration in a few words, for a list."""
+    words = f"part {r['part']}, {r['dtype']}, B*H = {r['BH']}, Nq = {r['Nq']}, Nk = {r['Nk']}"
+    if r["part"] == "2":
+        words += f", H_kv = {r['H_kv']}, {r['layout']}" + (f" pages of {r['page_size']}" if r["page_size"] != "0" else "")
+    return words
+
+
 def spread_markdown(rows):
     """How far the rounds of each implementation's rows lie apart: (slowest - fastest) / median."""
     several = [r for r in rows if r["status"] == "ok" and r["rounds"] > 1]
@@ -101,12 +110,9 @@ def spread_markdown(rows):
         mine = [r for r in several if r["impl"] == impl]
         worst = max(mine, key=spread)
         wide = [r for r in mine if spread(r) > 0.05]
-        lines.append(f"- {impl}: widest {100 * spread(worst):.1f}% (part {worst['part']}, B*H = {worst['BH']}, "
-                     f"Nq = {worst['Nq']}, Nk = {worst['Nk']}); {len(wide)} of {len(mine)} rows over 5%"
-                     + (": " + "; ".join(f"Nk = {r['Nk']}, Nq = {r['Nq']}, {r['layout']}"
-                                          + (f" {r['page_size']}" if r["page_size"] != "0" else "")
-                                          + f" {1e3 * r['ms_min']:.1f}-{1e3 * r['ms_max']:.1f} us" for r in wide[:6])
-                        if wide else ""))
+        lines.append(f"- {impl}: widest {100 * spread(worst):.1f}% ({describe(worst)}); {len(wide)} of {len(mine)} "
+                     "rows over 5%" + (": " + "; ".join(f"{describe(r)}, {1e3 * r['ms_min']:.1f}-{1e3 * r['ms_max']:.1f} us"
+                                                       for r in wide[:6]) if wide else ""))
     return lines + [""]
 
 
@@ -415,11 +421,14 @@ def placement_markdown(rows):
 
 def markdown(rows, gpu, commit):
     lines = [f"# Decoding: K/V bandwidth, {gpu} (commit {commit})", ""]
-    modes = sorted({r["l2"] for r in rows})
-    lines += ["L2 before each timed call: " + " and ".join(
-        {"cold": "cold (evicted by reading twice its size, outside the call's events)",
-         "warm": "warm (calls back to back: a cache of up to a few times the L2's size is partly read from it)"}.get(m, m)
-        for m in modes) + ".", ""]
+    mode = rows[0]["l2"]  # one mode per report (main() refuses a mix)
+    lines += [{"cold": "L2 before each timed call: cold (evicted by reading twice its size, outside the call's events). ",
+               "warm": "L2 before each timed call: warm (calls back to back: a cache of up to a few times the L2's size is "
+                       "partly read from it). "}.get(mode, "") +
+              ("Each call timed on the GPU alone: queued behind a hold kernel, so that the host's cost of launching it "
+               "is not in its time." if mode in ("cold", "warm") else
+               "Calls timed back to back as the host launched them (a CSV from before the l2 column): a warm L2, and a "
+               "call shorter than its launch timed with the GPU waiting for it."), ""]
     library = chosen(rows)
     lines += part1_markdown(part(library, 1))
     if part(library, 2):
@@ -541,8 +550,8 @@ def main(argv):
         print("report_decoding: no rows in " + " ".join(files), file=sys.stderr)
         return 1
     if len({r["l2"] for r in every_row}) > 1:
-        print("report_decoding: these CSVs mix rows timed with a cold and with a warm L2; report each apart",
-              file=sys.stderr)
+        print("report_decoding: these CSVs mix rows timed with a cold and with a warm L2 (or before the l2 column); "
+              "report each apart", file=sys.stderr)
         return 1
     rows = combine_rounds(every_row)
     if not provenance.among(base + ".csv", files):  # a recorded run drawn again: its CSV stays
