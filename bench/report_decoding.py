@@ -456,11 +456,26 @@ def style_nk_axis(ax, ylabel, title):
     ax.grid(True, alpha=0.3)
 
 
+def draw_line(ax, rows, **style):
+    """GB/s against Nk through the rows' medians; where a row has several rounds, a bar from its
+    slowest round's GB/s to its fastest's."""
+    rows = sorted(rows, key=lambda r: int(r["Nk"]))
+    x, y = [int(r["Nk"]) for r in rows], [float(r["gbps"]) for r in rows]
+    below, above = [], []
+    for r, g in zip(rows, y):
+        several = r.get("rounds", 1) > 1
+        below.append(g - float(r["kv_bytes"]) / (r["ms_max"] * 1e-3) / 1e9 if several else 0.0)
+        above.append(float(r["kv_bytes"]) / (r["ms_min"] * 1e-3) / 1e9 - g if several else 0.0)
+    if any(below) or any(above):
+        ax.errorbar(x, y, yerr=[below, above], marker="o", capsize=2, **style)
+    else:
+        ax.plot(x, y, marker="o", **style)
+
+
 def draw_part1_panel(ax, rows, dtype, bh):
     sel = [r for r in rows if r["dtype"] == dtype and r["BH"] == bh and r["status"] == "ok"]
     for impl in ordered_impls(sel):
-        pts = sorted((int(r["Nk"]), float(r["gbps"])) for r in sel if r["impl"] == impl)
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=LABELS.get(impl, impl))
+        draw_line(ax, [r for r in sel if r["impl"] == impl], label=LABELS.get(impl, impl))
     draw_copy(ax, sel)
     style_nk_axis(ax, "K and V read (GB/s)", f"part 1: {dtype}, B*H = {bh}, Nq = 1")
 
@@ -473,9 +488,9 @@ def draw_part2_panel(ax, rows, group, hkv, nq):
                 style, "C1") for p, style in zip(PAGES, ["-", "--", ":"])]
     series += [("best PyTorch SDPA (a backend forced, or its choice)", lambda nk: best_sdpa(rows, hkv, nq, nk), "-", "C3")]
     for label, get, style, color in series:
-        pts = [(nk, float(get(nk)["gbps"])) for nk in cols if ok(get(nk))]
-        if pts:
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", linestyle=style, color=color, label=label)
+        got = [get(nk) for nk in cols if ok(get(nk))]
+        if got:
+            draw_line(ax, got, linestyle=style, color=color, label=label)
     draw_copy(ax, rows)
     ax.set_ylim(bottom=0)
     tag = "(a)" if group == 1 else "(b)"
@@ -534,7 +549,10 @@ def plot(rows, gpu, commit, path, csv_path):
         for ax in axrow[len(panels):]:
             ax.set_visible(False)
         legend_below(axrow[0])
-    fig.suptitle(f"Decoding (d = 128): K/V bandwidth and the cost of paging ({gpu}, commit {commit})", fontsize=10)
+    most = max((r["rounds"] for r in rows if r["status"] == "ok"), default=1)
+    rounds = f"; the median of {most} rounds, bars from the slowest round to the fastest" if most > 1 else ""
+    fig.suptitle(f"Decoding (d = 128): K/V bandwidth and the cost of paging ({gpu}, commit {commit}{rounds})",
+                 fontsize=10)
     fig.tight_layout()
     provenance.savefig(fig, path, csv_path, dpi=110)
     return True
