@@ -42,13 +42,13 @@
 //   * time: one call that is checked (max |O - O_fp64| over the Nq rows of head (0, 0), against
 //     reference/gpu/attention_fp64 on the contiguous K and V that the pages were filled from), one
 //     warm-up that sizes the repetitions (reps = clamp(300 ms / t, 3, max-reps)), then reps calls
-//     each between its own cudaEvent pair; the median is reported. A row whose check fails is
-//     still timed and says "wrong" (or "nonfinite") in its status.
+//     each between its own cudaEvent pair, all queued behind a kernel that holds the GPU until the
+//     host has queued them (GPU time only: event_timing.hpp); the median is reported. A row whose
+//     check fails is still timed and says "wrong" (or "nonfinite") in its status.
 //   * the L2 (column l2): "cold" (the default, --l2 cold) reads a buffer of twice the L2's size
 //     before each timed call, outside its events, as a decoding step finds a layer's cache after
 //     the rest of the model ran; "warm" (--l2 warm) times the calls back to back, so that a cache
-//     of up to a few times the L2's size is partly read from L2 (and its time depends on which
-//     lines survive, which varies from one process to the next).
+//     of up to a few times the L2's size is partly read from L2.
 // Inputs come from course::fill_normal with fixed seeds (part 2: Q 20, K 21, V 22 over the
 // flat index of [B, H, N, d]), so that bench_torch_decoding.py can draw the same values.
 // Each row is written and flushed as soon as it is measured.
@@ -241,7 +241,7 @@ KvBuffers make_kv(size_t bytes, long long gap) {
 // The `how` of a row: what was forced, joined by "; " (a CSV field: no commas).
 std::string how_of(int forced_splits, long long gap) {
   std::string how = forced_splits > 0 ? "split count forced" : "";
-  if (gap >= 0) how += (how.empty() ? "" : "; ") + std::string("placement: V ") + std::to_string(gap) + " bytes after K";
+  if (gap >= 0) how += std::string(how.empty() ? "" : "; ") + "placement: V " + std::to_string(gap) + " bytes after K";
   return how;
 }
 
@@ -250,7 +250,8 @@ std::string how_of(int forced_splits, long long gap) {
 
 bool run_part1(FILE* csv, cudaStream_t stream, double copy, const std::vector<int>& nks, const std::string& bh_list,
                const std::vector<std::string>& dtypes, const std::vector<std::string>& impls, const std::vector<int>& splits,
-               const std::vector<long long>& kv_gaps, const Timing& timing, const std::function<double()>& elapsed_s, double budget_s) {
+               const std::vector<long long>& kv_gaps, const Timing& timing, const std::function<double()>& elapsed_s,
+               double budget_s) {
   for (const std::string& dname : dtypes) {
     const bool bf16 = dname == "bf16";
     const size_t elem = bf16 ? 2 : 4;

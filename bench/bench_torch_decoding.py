@@ -23,8 +23,9 @@ j <= Nk - Nq + i).
 GB/s = K/V bytes / time; copy GB/s is a device-to-device copy of 4 GiB in this process, counted
 as bytes read + written; fraction = GB/s / copy GB/s. Correctness: max |O - O_fp64| over the Nq
 rows of head (0, 0). A configuration whose K and V do not fit in 60% of the free memory is
-skipped. Timing as bench_decoding's: the median of up to --max-reps calls, each between its own
-event pair, with the L2 evicted before each (a read of twice its size, outside the events) unless
+skipped. Timing as bench_decoding's (torch_timing.py): the median of up to --max-reps calls, each
+between its own event pair, all queued behind a GPU sleep until the host has queued them (GPU time
+only), with the L2 evicted before each (a read of twice its size, outside the events) unless
 --l2 warm; column l2 says which.
 """
 import argparse
@@ -159,20 +160,23 @@ def nk_list(args, first):
     return [4096, 32768] if args.quick else [n for n in (first << i for i in range(8)) if n <= 131072]
 
 
-def kv_pair(torch, shape, dtype, dev, gap):
-    """Empty K and V: two tensors (gap < 0), or views of one buffer with V `gap` bytes after K's
-    end (--kv-gaps, as bench_decoding's)."""
+def kv_pair(torch, dtype, dev, gap, draw):
+    """K and V, each the tensor draw() makes: as drawn, two allocations (gap < 0), or copied into
+    one buffer with V `gap` bytes after K's end (--kv-gaps, as bench_decoding's)."""
+    k = draw()
     if gap < 0:
-        return torch.empty(shape, dtype=dtype, device=dev), torch.empty(shape, dtype=dtype, device=dev)
-    n, size = 1, torch.empty(0, dtype=dtype).element_size()
-    for x in shape:
-        n *= x
+        return k, draw()
+    n, size = k.numel(), k.element_size()
     flat = torch.empty(2 * n + gap // size, dtype=dtype, device=dev)
-    return flat[:n].view(shape), flat[n + gap // size:].view(shape)
+    k_placed, v_placed = flat[:n].view(k.shape), flat[n + gap // size:].view(k.shape)
+    k_placed.copy_(k)
+    del k
+    v_placed.copy_(draw())
+    return k_placed, v_placed
 
 
 def parse_gaps(text):
-    """--kv-gaps: 'separate' (-1) or bytes >= 0, a multiple of 16."""
+    """--kv-gaps: 'separate' (-1) or bytes >= 0, a multiple of 16 (argparse's type)."""
     gaps = []
     for item in text.split(","):
         if item == "separate":
@@ -180,13 +184,13 @@ def parse_gaps(text):
         elif item.isdigit() and int(item) % 16 == 0:
             gaps.append(int(item))
         else:
-            raise SystemExit(f"bench_torch_decoding: --kv-gaps: '{item}' is not 'separate' or a multiple of 16 bytes")
+            raise argparse.ArgumentTypeError(f"'{item}' is not 'separate' or a multiple of 16 bytes")
     return gaps
 
 
 def run_part1(bench, dev):
     torch, args = bench.torch, bench.args
-    gaps = parse_gaps(args.kv_gaps)
+    gaps = args.kv_gaps
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend
     nks = nk_list(args, 1024)
@@ -206,9 +210,8 @@ def run_part1(bench, dev):
                         gen = torch.Generator(device=dev)
                         gen.manual_seed(nk)
                         q = torch.randn(B, H, 1, D, device=dev, generator=gen).to(dtype)
-                        k, v = kv_pair(torch, (B, H, nk, D), dtype, dev, gap)
-                        k.copy_(torch.randn(B, H, nk, D, device=dev, generator=gen, dtype=dtype))
-                        v.copy_(torch.randn(B, H, nk, D, device=dev, generator=gen, dtype=dtype))
+                        k, v = kv_pair(torch, dtype, dev, gap,
+                                       lambda: torch.randn(B, H, nk, D, device=dev, generator=gen, dtype=dtype))
                         with torch.inference_mode(), forced(backend):
                             def call():
                                 return F.scaled_dot_product_attention(q, k, v)
@@ -321,7 +324,7 @@ def main():
     ap.add_argument("--budget-s", type=float, default=1e9)
     ap.add_argument("--max-reps", type=int, default=20)
     ap.add_argument("--nks", default="", help="both parts' Nk instead of their lists (as bench_decoding's)")
-    ap.add_argument("--kv-gaps", default="separate",
+    ap.add_argument("--kv-gaps", type=parse_gaps, default="separate",
                     help="part 1's placements of K and V, as bench_decoding's: separate, or V n bytes after K")
     ap.add_argument("--l2", choices=["cold", "warm"], default="cold",
                     help="cold (default): evict the L2 before each timed call, as bench_decoding does")

@@ -33,8 +33,8 @@ TEST_CASE("parse_counts: positive whole numbers, auto as 0 where allowed") {
 TEST_CASE("parse_gaps: separate as -1, else bytes that are a multiple of 16") {
   CHECK(bench::parse_gaps("--kv-gaps", "separate,0,4096,2097152") == std::vector<long long>{-1, 0, 4096, 2097152});
   CHECK(bench::parse_gaps("--kv-gaps", "8589934592") == std::vector<long long>{8589934592LL});  // past int
-  CHECK_THROWS_WITH_AS(bench::parse_gaps("--kv-gaps", "0,100"), "--kv-gaps: '100' is not 'separate' or a multiple of 16 bytes",
-                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(bench::parse_gaps("--kv-gaps", "0,100"),
+                       "--kv-gaps: '100' is not 'separate' or a multiple of 16 bytes", std::invalid_argument);
   CHECK_THROWS_AS(bench::parse_gaps("--kv-gaps", "-16"), std::invalid_argument);
   CHECK_THROWS_AS(bench::parse_gaps("--kv-gaps", "apart"), std::invalid_argument);
   CHECK_THROWS_AS(bench::parse_gaps("--kv-gaps", "64k"), std::invalid_argument);
