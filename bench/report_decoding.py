@@ -101,11 +101,11 @@ def spread_markdown(rows):
         return []
     def spread(r):
         return (r["ms_max"] - r["ms_min"]) / r["ms"]
-    rounds = sorted({r["rounds"] for r in several})
+    counts = sorted({r["rounds"] for r in several})
+    rounds = str(counts[0]) if len(counts) == 1 else f"{counts[0]} to {counts[-1]}"
     lines = ["## Spread between rounds", "",
-             f"Each figure above is the median of {' to '.join(map(str, (rounds[0], rounds[-1])) if len(rounds) > 1 else str(rounds[0]))} "
-             "rounds (one process each); per implementation, the widest (slowest - fastest) / median of its rows, "
-             "and its rows whose rounds lie more than 5% apart.", ""]
+             f"Each figure above is the median of {rounds} rounds (one process each); per implementation, the widest "
+             "(slowest - fastest) / median of its rows, and its rows whose rounds lie more than 5% apart.", ""]
     for impl in ordered_impls(several):
         mine = [r for r in several if r["impl"] == impl]
         worst = max(mine, key=spread)
