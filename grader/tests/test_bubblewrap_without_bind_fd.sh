@@ -10,12 +10,8 @@
 set -uo pipefail
 runner=$1 grader=$2 worker=$3
 fail() { echo "FAIL: $*"; exit 1; }
-command -v bwrap > /dev/null || { echo "skipped: bubblewrap is not installed"; exit 77; }
 . "$(dirname "$0")/stand_in_bubblewrap.sh"
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-stand_in_bubblewrap "$dir" --ro-bind-fd
-calls=$dir/calls
+use_stand_in_bubblewrap --ro-bind-fd  # sets dir and calls; skips where bubblewrap is not installed
 lab_runs() { grep -c '^ran .* \(under\|filter\|no-filter\|gpu-filter\)' "$calls"; }  # not the probes
 
 COURSE_BWRAP=$dir/bwrap "$runner" expect --binary "$grader" --worker "$worker" --full-marks --seeds 1-1 ||

@@ -8,12 +8,8 @@
 set -uo pipefail
 runner=$1 grader=$2 worker=$3
 fail() { echo "FAIL: $*"; exit 1; }
-command -v bwrap > /dev/null || { echo "skipped: bubblewrap is not installed"; exit 77; }
 . "$(dirname "$0")/stand_in_bubblewrap.sh"
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-stand_in_bubblewrap "$dir" --size
-calls=$dir/calls
+use_stand_in_bubblewrap --size  # sets dir and calls; skips where bubblewrap is not installed
 COURSE_BWRAP=$dir/bwrap "$runner" expect --binary "$grader" --worker "$worker" --full-marks --seeds 1-1 ||
   fail "lab 1's solution lost marks under a bubblewrap without --size"
 grep -q '^refused --size' "$calls" || fail "the grader never tried to size the sandbox's /tmp"
