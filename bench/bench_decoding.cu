@@ -238,9 +238,10 @@ KvBuffers make_kv(size_t bytes, long long gap) {
   return kv;
 }
 
-// The `how` of a row: what was forced, joined by "; " (a CSV field: no commas).
-std::string how_of(int forced_splits, long long gap) {
-  std::string how = forced_splits > 0 ? "split count forced" : "";
+// The `how` of a part 1 row: lab 5's lack of a split or a forced split count, then K and V's
+// placement, joined by "; " (a CSV field: no commas).
+std::string how_of(const std::string& impl, int forced_splits, long long gap) {
+  std::string how = impl == "lab5" ? "no split" : forced_splits > 0 ? "split count forced" : "";
   if (gap >= 0) how += std::string(how.empty() ? "" : "; ") + "placement: V " + std::to_string(gap) + " bytes after K";
   return how;
 }
@@ -282,8 +283,7 @@ bool run_part1(FILE* csv, cudaStream_t stream, double copy, const std::vector<in
           Row r;
           r.impl = impl, r.dtype = dname, r.B = B, r.H_q = r.H_kv = H, r.nk = nk, r.l2 = timing.l2;
           r.kv_bytes = 2 * kv_elems * elem;
-          r.how = impl == "lab5" ? "no split" : how_of(forced_splits, gap);
-          if (impl == "lab5" && gap >= 0) r.how += "; " + how_of(0, gap);
+          r.how = how_of(impl, forced_splits, gap);
           r.status = skip_reason(r.kv_bytes, 1, elapsed_s(), budget_s);
           if (r.status.empty() && !run_row(r, [&] {
                 DeviceBuffer q(size_t(bh) * kD * elem), o(size_t(bh) * kD * elem), lse(size_t(bh) * 4);
