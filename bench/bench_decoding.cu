@@ -12,7 +12,8 @@
 // needs 128 GiB). --bh, --dtypes and --impls choose among part 1's rows. Implementations:
 //   lab6   course::lab6::split_kv_forward, the library's own split count
 //   lab5   course::lab5::flash_attention_forward (bf16 only, where built): no split, one CTA per
-//          64 query rows of each head, i.e. B * H CTAs that each read their whole cache
+//          128 query rows of each head (64 on a GPU with 99 KB of shared memory a block),
+//          i.e. B * H CTAs that each read their whole cache
 // Part 2 (lab 6 part 2, decoding as a server runs it): bf16, d = 128, Nk in {4k, ..., 128k}
 // (quick: 4k and 32k), two shapes:
 //   group 1: B = 1, H_q = H_kv = 32, Nq = 1 (part 1's B * H = 32, for the comparison with it)

@@ -31,6 +31,18 @@ LABELS = {"lab6": "lab 6 (split-KV)", "lab6:paged": "lab 6 part 2 (paged)", "lab
           "torch:flash": "PyTorch flash (FA2)", "torch:efficient": "PyTorch efficient",
           "torch:cudnn": "PyTorch cuDNN", "torch:math": "PyTorch math",
           "torch:sdpa": "PyTorch SDPA (default choice)"}
+# One colour per implementation in every part 1 panel, so that the one legend under the first
+# panel speaks for all of them (a panel without lab 5, such as fp32's, must not hand lab 5's
+# colour to the next line).
+COLORS = {"lab6": "C0", "lab5": "C1", "torch:flash": "C2", "torch:sdpa": "C3", "torch:efficient": "C4",
+          "lab6:paged": "C5", "torch:cudnn": "C6", "torch:math": "C7"}
+
+
+def color_of(impl, impls):
+    """COLORS[impl], or for an implementation it does not name one of C8, C9 by its place in
+    `impls` (every part 1 implementation of the run, so that the colour is the same in every panel)."""
+    others = [i for i in impls if i not in COLORS]
+    return COLORS.get(impl) or f"C{8 + others.index(impl) % 2}"
 
 
 # Part 2's columns, and what a CSV from before part 2 means by them.
@@ -469,9 +481,12 @@ def draw_line(ax, rows, **style):
 
 def draw_part1_panel(ax, rows, dtype, bh):
     sel = [r for r in rows if r["dtype"] == dtype and r["BH"] == bh and r["status"] == "ok"]
+    every_impl = ordered_impls([r for r in rows if r["status"] == "ok"])
     for impl in ordered_impls(sel):
-        draw_line(ax, [r for r in sel if r["impl"] == impl], label=LABELS.get(impl, impl))
+        draw_line(ax, [r for r in sel if r["impl"] == impl], label=LABELS.get(impl, impl),
+                  color=color_of(impl, every_impl))
     draw_copy(ax, sel)
+    ax.set_ylim(bottom=0)  # from zero in every panel: a cut axis would magnify small gaps
     style_nk_axis(ax, "K and V read (GB/s)", f"part 1: {dtype}, B*H = {bh}, Nq = 1")
 
 
@@ -497,7 +512,7 @@ def draw_part2_panel(ax, rows, group, hkv, nq):
 
 def legend_below(ax, **kwargs):
     """The legend under the panel, where it hides no line."""
-    ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, **kwargs)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1, **kwargs)
 
 
 def draw_paged_ratio(ax, rows):
@@ -537,7 +552,7 @@ def plot(rows, gpu, commit, path, csv_path):
         row2.append(lambda ax: draw_paged_ratio(ax, p2))
     grid = [r for r in (row1, row2) if r]
     ncols = max(len(r) for r in grid)
-    fig, axes = plt.subplots(len(grid), ncols, figsize=(4.4 * ncols, 4.2 * len(grid)), squeeze=False)
+    fig, axes = plt.subplots(len(grid), ncols, figsize=(4.4 * ncols, 5.0 * len(grid)), squeeze=False)
     for panels, axrow in zip(grid, axes):
         for draw, ax in zip(panels, axrow):
             draw(ax)
@@ -549,7 +564,7 @@ def plot(rows, gpu, commit, path, csv_path):
     fig.suptitle(f"Decoding (d = 128): K/V bandwidth and the cost of paging ({gpu}, commit {commit}{rounds})",
                  fontsize=10)
     fig.tight_layout()
-    provenance.savefig(fig, path, csv_path, dpi=110)
+    provenance.savefig(fig, path, csv_path, dpi=110, bbox_inches="tight")  # the legends below too
     return True
 
 
