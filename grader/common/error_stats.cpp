@@ -28,10 +28,18 @@ std::string ErrorStats::index_string(long flat) const {
 
 std::string ErrorStats::summary() const {
   char buf[512];
+  if (bad_count > 0 && measured == 0) {
+    std::snprintf(buf, sizeof buf, "no element is finite in both result and reference, NaN/Inf %ld of %ld",
+                  bad_count, count);
+    return buf;
+  }
+  char over[96] = "";
+  if (bad_count > 0)
+    std::snprintf(over, sizeof over, "over the %ld of %ld elements both finite: ", measured, count);
   std::snprintf(buf, sizeof buf,
-                "max abs %.3e (at %s: got %.17g, ref %.17g), max rel %.3e, p50 %.3e, p99 %.3e, "
+                "%smax abs %.3e (at %s: got %.17g, ref %.17g), max rel %.3e, p50 %.3e, p99 %.3e, "
                 "NaN/Inf %ld of %ld",
-                max_abs, index_string(worst).c_str(), worst_got, worst_ref, max_rel, p50_abs,
+                over, max_abs, index_string(worst).c_str(), worst_got, worst_ref, max_rel, p50_abs,
                 p99_abs, bad_count, count);
   return buf;
 }
@@ -48,8 +56,8 @@ std::string ErrorStats::nonfinite_summary() const {
       " NaN or the other infinity where the reference is -inf (e.g. NaN for the LSE of a row that sees no key)");
   add(nan_ref, " NaN in the reference (the reference is wrong, not the result)");
   char values[96];
-  std::snprintf(values, sizeof values, ": got %.17g, ref %.17g)", worst_got, worst_ref);
-  return out + " (first at " + index_string(worst) + values;
+  std::snprintf(values, sizeof values, ": got %.17g, ref %.17g)", bad_got, bad_ref);
+  return out + " (first at " + index_string(first_bad) + values;
 }
 
 ErrorStats compare(const double* got, const double* ref, std::size_t n, Shape shape,
@@ -69,9 +77,9 @@ ErrorStats compare(const double* got, const double* ref, std::size_t n, Shape sh
         s.wrong_inf += ref_inf && !std::isfinite(g);
         s.nan_ref += std::isnan(r);
         if (s.bad_count++ == 0) {
-          s.worst = long(i);
-          s.worst_got = g;
-          s.worst_ref = r;
+          s.first_bad = long(i);
+          s.bad_got = g;
+          s.bad_ref = r;
         }
       }
       continue;
@@ -79,13 +87,14 @@ ErrorStats compare(const double* got, const double* ref, std::size_t n, Shape sh
     const double e = std::abs(g - r);
     abs_errors.push_back(e);
     s.max_rel = std::max(s.max_rel, e / std::max(std::abs(r), rel_floor));
-    if (s.bad_count == 0 && (s.worst < 0 || e > s.max_abs)) {
+    if (s.worst < 0 || e > s.max_abs) {
       s.worst = long(i);
       s.worst_got = g;
       s.worst_ref = r;
     }
     s.max_abs = std::max(s.max_abs, e);
   }
+  s.measured = long(abs_errors.size());
   if (!abs_errors.empty()) {
     // The nearest-rank percentile: the smallest error that at least `percent`% of the errors do
     // not exceed (of 100 errors, p99 is the 99th smallest, not the largest).

@@ -26,12 +26,17 @@ struct ErrorStats {
   long wrong_inf = 0;      // of those, the ones where ref is -inf but got is NaN or +inf
   long nan_ref = 0;        // of those, the ones where ref itself is NaN (a reference's bug)
   long count = 0;          // elements compared
-  long worst = -1;         // flat index of the element with the largest abs error (or first bad)
+  long measured = 0;       // of those, the ones where both are finite: what the figures above cover
+  long worst = -1;         // flat index of the finite element with the largest abs error (-1: none)
   double worst_got = 0, worst_ref = 0;
+  long first_bad = -1;     // flat index of the first of the bad_count elements (-1: none)
+  double bad_got = 0, bad_ref = 0;
   Shape shape;
 
   // "max abs 1.2e-03 (at [0, 3, 17]: got 0.51000..., ref 0.50880...), max rel ..., p50 ..., p99 ..."
-  // (got and ref with 17 significant digits: enough to tell any two doubles apart)
+  // (got and ref with 17 significant digits: enough to tell any two doubles apart). Where some
+  // elements are bad, the figures say they cover only the finite ones ("over the 5 of 8 elements
+  // both finite: max abs ..."), so that a NaN result never reads as "max abs 0".
   std::string summary() const;
   // Why the non-finite elements are wrong, e.g. "3 NaN/Inf where the reference has none
   // (first at [0, 5]: ...)", each kind counted apart (NaN/Inf where ref is finite, finite where

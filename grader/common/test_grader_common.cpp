@@ -37,10 +37,31 @@ TEST_CASE("error statistics: NaN is always bad, a matching -inf is not") {
   const ErrorStats s = compare(got, ref, {4});
   CHECK(s.bad_count == 2);
   CHECK(s.missed_inf == 1);  // 0.0 where the reference is -inf
-  CHECK(s.worst == 2);       // the first bad element
+  CHECK(s.first_bad == 2);   // the first bad element
+  CHECK(s.worst == 1);       // the largest error among the finite ones (all 0 here: the first)
+  CHECK(s.measured == 1);
   CHECK(s.max_abs == 0.0);
   CHECK(s.nonfinite_summary().find("1 NaN/Inf where the reference has none") != std::string::npos);
   CHECK(s.nonfinite_summary().find("1 finite where the reference is -inf") != std::string::npos);
+  CHECK(s.nonfinite_summary().find("first at [2]: got nan") != std::string::npos);
+}
+
+TEST_CASE("error statistics: with NaN in the result, the figures say they cover the finite elements") {
+  // A softmax without the max shift: NaN at [0, 0], a finite error of 0.25 at [1, 1]. The max abs
+  // must point at [1, 1] and say it covers 3 of 4 elements, never read "max abs 0 at a NaN".
+  const std::vector<double> ref = {0.5, 0.5, 0.25, 0.75};
+  const std::vector<double> got = {std::nan(""), 0.5, 0.25, 0.5};
+  const ErrorStats s = compare(got, ref, {2, 2});
+  CHECK(s.first_bad == 0);
+  CHECK(s.worst == 3);
+  CHECK(s.max_abs == doctest::Approx(0.25));
+  const std::string text = s.summary();
+  CHECK(text.find("over the 3 of 4 elements both finite: max abs 2.500e-01 (at [1, 1]") == 0);
+  CHECK(s.nonfinite_summary().find("(first at [0, 0]: got nan, ref 0.5)") != std::string::npos);
+  // Every element bad: no figure at all rather than zeros.
+  const std::vector<double> all_nan = {std::nan(""), std::nan(""), std::nan(""), std::nan("")};
+  const std::string none = compare(all_nan, ref, {2, 2}).summary();
+  CHECK(none == "no element is finite in both result and reference, NaN/Inf 4 of 4");
 }
 
 TEST_CASE("error statistics: a NaN where the reference is -inf is named as such, not as 'has none'") {

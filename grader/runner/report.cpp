@@ -109,9 +109,22 @@ void write_atomically(const std::string& path, const std::string& content) {
   }
 }
 
+namespace {
+
+// A check's detail under its line: every line of it indented to the same column, so that a
+// message of several lines (--verbose: each comparison the check made) reads as the check's.
+std::string indented_detail(const std::string& detail) {
+  std::string out;
+  for (char ch : detail) out += ch == '\n' ? std::string("\n           ") : std::string(1, ch);
+  return out;
+}
+
+}  // namespace
+
 void print_scoreboard(const std::vector<LabResult>& labs, bool verbose, const std::string& seed) {
   double earned = 0;
   int possible = 0, skipped_points = 0;
+  bool cut_short = false;
   std::printf("\n%-4s %-22s %9s  %s\n", "lab", "name", "score", "status");
   std::printf("%s\n", std::string(72, '-').c_str());
   for (const auto& lab : labs) {
@@ -136,12 +149,17 @@ void print_scoreboard(const std::vector<LabResult>& labs, bool verbose, const st
       std::string detail = verbose ? c.message : first_line(c.message);
       // Checks that could not run for the lab's reason (it did not build) say so once, above.
       if (!lab.problem.empty() && c.status == "fail" && c.message == lab.checks.front().message) detail.clear();
-      if (verbose && c.status == "pass" && !c.figures.empty()) detail += (detail.empty() ? "" : "\n           ") + c.figures;
+      if (verbose && c.status == "pass" && !c.figures.empty()) detail += (detail.empty() ? "" : "\n") + c.figures;
+      cut_short = cut_short || (!verbose && !detail.empty() && detail != c.message);
       std::printf("     %-5s %s [%d pt%s]%s%s\n", c.status == "pass" ? "ok" : c.status.c_str(), c.name.c_str(),
-                  c.points, c.points == 1 ? "" : "s", detail.empty() ? "" : "\n           ", detail.c_str());
+                  c.points, c.points == 1 ? "" : "s", detail.empty() ? "" : "\n           ",
+                  indented_detail(detail).c_str());
     }
   }
   std::printf("%s\n", std::string(72, '-').c_str());
+  if (cut_short)
+    std::printf("Messages show their first line (up to 400 characters): --verbose prints them whole, as do\n"
+                "results.json and labN/grader.log in the output folder.\n");
   std::printf("Score: %s/%d", points_text(earned).c_str(), possible);
   if (skipped_points) std::printf("  (%d points skipped: their checks could not run here)", skipped_points);
   std::printf("   seed %s\n", seed.c_str());

@@ -59,6 +59,19 @@ python3 -c "import json,sys; json.load(open('$dir/out/results.json'))" 2>/dev/nu
 python3 -c "import xml.dom.minidom as m; m.parse('$dir/out/junit.xml')" 2>/dev/null || fail "junit.xml is not valid XML"
 grep -q "^7	fake_missing	0	12	build failed" "$dir/out/scores.tsv" || fail "scores.tsv lacks the lab that did not build"
 [ ! -e "$dir/out/lab7/grader.log" ] || fail "an earlier run's log of lab 7 was left in out/lab7/"
+# A message of several lines shows its first on the scoreboard, which then says where the rest is;
+# --verbose shows every line, each indented under its check.
+grep -q '^Messages show their first line (up to 400 characters): --verbose prints them whole' "$dir/board.txt" ||
+  fail "the scoreboard cut messages short without saying where they are whole"
+printf '6\tfake_fail\tcpu\t%s\t%s\t-\n' "$dir/grade_fail" "$dir/grade_fail" > "$dir/fail_only.tsv"
+"$runner" grade --manifest "$dir/fail_only.tsv" --workers "$dir/workers" --out "$dir/out_verbose" --timeout 3 --verbose \
+  > "$dir/verbose.txt" 2>&1 || true
+grep -q '^           planted failure 2' "$dir/verbose.txt" ||
+  fail "--verbose did not indent a message's later lines under its check: $(cat "$dir/verbose.txt")"
+! grep -q '^Messages show their first line' "$dir/verbose.txt" || fail "--verbose said messages were cut short"
+printf '1\tfake_ok\tcpu\t%s\t%s\t-\n' "$dir/grade_ok" "$dir/grade_ok" > "$dir/ok_only.tsv"
+"$runner" grade --manifest "$dir/ok_only.tsv" --workers "$dir/workers" --out "$dir/out_ok" --timeout 3 > "$dir/ok.txt" 2>&1 || true
+! grep -q '^Messages show their first line' "$dir/ok.txt" || fail "the scoreboard spoke of cut messages where none was cut: $(cat "$dir/ok.txt")"
 # expect --exclude leaves checks out of the list and the run (a correctness-only pass): the ok
 # grader loses a point only in "half credit", so without it that is full marks, and with it not.
 "$runner" expect --binary "$dir/grade_ok" --worker "$dir/grade_ok" --full-marks --seeds 1-2 > "$dir/expect.txt" 2>&1 &&
