@@ -62,9 +62,10 @@ std::string stats_string(double m, double l) {
   return buf;
 }
 
-// The LSE of one row, from statistics folded together by the student's combine.
+// The LSE of one row of n entries, from statistics folded together by the student's combine: one
+// value compared (shape [1]), the row's length said with the inputs.
 Case lse_case(const std::string& what, const std::string& dtype, Eigen::Index n, const std::string& inputs) {
-  return {what, dtype, {long(n)}, inputs};
+  return {what, dtype, {1}, "the LSE of a row of " + std::to_string(n) + " entries, " + inputs};
 }
 
 bool expect_lse(const Case& c, double got, double ref, double plain) {
