@@ -83,6 +83,11 @@ wanted stray-symbol && solution "$subs/stray-symbol" &&  # vet-lab's rejection, 
   echo 'int stray_global_symbol = 1;' >> "$subs/stray-symbol/lab1_softmax/softmax.cpp"
 wanted stray-file && echo "not a submission" > "$subs/stray-file"
 wanted too-big && solution "$subs/too-big" && head -c $((2 << 20)) /dev/zero > "$subs/too-big/core"
+# GitHub's "Download ZIP" of a student's fork: the labs two folders down.
+wanted zip-download && mkdir -p "$subs/zip-download/flash-course-main" && solution "$subs/zip-download/flash-course-main/labs"
+wanted empty && mkdir -p "$subs/empty"  # no lab folder anywhere: not graded, saying so
+# What a folder unzipped on a Mac holds beside the submissions: hidden, never a submission (no row).
+[ -n "$planted" ] || echo "Finder's" > "$subs/.DS_Store"
 
 grade_all() {  # $1 = out folder, then options; the terminal output in $1.txt, the exit code in $1.rc
   "$course" grade-all "$subs" --out "$1" --lab 1,2 --timeout 10 "${@:2}" > "$1.txt" 2>&1
@@ -115,7 +120,7 @@ def expect(name, lab1, lab2, graded="yes", note=""):
         sys.exit(f"{name!r}: lab1, lab2, graded = {got}, notes {r['notes']!r}; expected {(lab1, lab2, graded)} and a note with {note!r}")
 expect("o'brien", "21", "25")
 expect("semi;colon $HOME", "0", "0")
-expect("new\nline", "0", "25", note="lab1: build failed")
+expect("new\nline", "0", "25", note="lab1: build failed: lab1_softmax/softmax.cpp:")  # the error's own line
 expect("ünïcødé spaced", "some", "25")
 expect("'-hang", "0", "25", note="lab1: timed out")
 expect("partial", "21", "0", note="lab2: no folder lab2_combine")
@@ -124,11 +129,18 @@ expect("linked lab", "0", "0", note="lab1: not graded: lab1_softmax is a symboli
 expect("stray-symbol", "0", "25", note="lab1: build failed: rejected by the grader's checks of lab code: softmax.cpp defines stray_global_symbol")
 expect("stray-file", "", "", graded="no", note="not a folder")
 expect("too-big", "", "", graded="no", note="over the limit of 1 MiB")
+expect("zip-download", "21", "25")
+expect("empty", "", "", graded="no", note="no lab folder in the submission")
+failed_build = rows.get("new\nline")
+if failed_build and "error:" not in failed_build["notes"]:
+    sys.exit("the build failure's note is not its error line: " + repr(failed_build["notes"]))
 if rows["o'brien"]["total"] != "46" or rows["o'brien"]["possible"] != "46":
     sys.exit("o'brien's total is not 46/46")
 EOF
 [ -z "$planted" ] || exit 0
 [ "$(cat "$work/one.rc")" = 1 ] || fail "grade-all exited $(cat "$work/one.rc"), not 1, with submissions it could not grade"
+grep -q "left out: 1 hidden entry of" "$work/one.txt" || fail "the hidden .DS_Store was not said to be left out"
+grep -q "error:" "$work/one/submissions/new"$'\n'"line/lab1/build.log" || fail "the whole build log of a lab that did not build was not kept"
 
 # Every file written is valid UTF-8 (names, compiler output and lab output included).
 python3 - "$work/one" <<'EOF' || fail "a file in the results is not valid UTF-8"
@@ -155,11 +167,27 @@ echo "== --resume, nothing changed"
 cp "$book" "$work/before.csv"
 grade_all "$work/one" --jobs 2 --resume
 cmp "$book" "$work/before.csv" || fail "--resume changed the gradebook"
-[ "$(grep -c 'already graded' "$work/one.txt")" = 9 ] || fail "--resume did not keep the nine graded submissions"
+[ "$(grep -c 'already graded' "$work/one.txt")" = 10 ] || fail "--resume did not keep the ten graded submissions"
 
 echo "== --resume, one submission changed"
 cp -r "$root/solutions/lab2_combine" "$subs/partial/"
 grade_all "$work/one" --jobs 2 --resume
-[ "$(grep -c 'already graded' "$work/one.txt")" = 8 ] || fail "--resume did not grade the changed submission again"
+[ "$(grep -c 'already graded' "$work/one.txt")" = 9 ] || fail "--resume did not grade the changed submission again"
 grep -q '^partial,21,25,' "$book" || fail "the changed submission's row was not updated"
+echo "== a GPU lab without a GPU: skip, whether or not the submission holds its folder"
+mkdir -p "$work/gpu-subs/no-lab4" "$work/gpu-subs/with-lab4"
+cp -r "$root/solutions/lab1_softmax" "$work/gpu-subs/no-lab4/"
+cp -r "$root/solutions/lab1_softmax" "$root/labs/lab4_cuda" "$work/gpu-subs/with-lab4/"
+"$course" grade-all "$work/gpu-subs" --out "$work/gpu" --lab 1,4 --timeout 10 --jobs 2 > "$work/gpu.txt" 2>&1 ||
+  fail "grade-all of two graded submissions failed: $(cat "$work/gpu.txt")"
+# (skip where the trusted build has lab 4's grader, that is where the CUDA toolkit is, as in CI;
+# without the toolkit lab 4 is worth nothing to anyone)
+lab4_grader=$(awk -F'\t' '$1 == 4 { print $4 }' "$build/graders.tsv")
+python3 - "$work/gpu/gradebook.csv" "$lab4_grader" <<'EOF' || fail "a GPU lab that cannot run here was not skipped alike"
+import csv, sys
+rows = {r["submission"]: r for r in csv.DictReader(open(sys.argv[1], encoding="utf-8", newline=""))}
+got = {name: (rows[name]["lab4"], rows[name]["possible"]) for name in ("no-lab4", "with-lab4")}
+if got["no-lab4"] != got["with-lab4"] or (sys.argv[2] != "-" and got["no-lab4"][0] != "skip"):
+    sys.exit(f"lab4 and the points possible: {got}")
+EOF
 echo "grade-all --jobs 1: every submission has its row, and --resume grades only what changed"

@@ -7,8 +7,11 @@
 #   run_autograder   copied from source/, as Gradescope copies it; run from the root
 #   submission/      one submission at a time
 #   results/         where run_autograder must leave results.json
-# Four submissions are graded (the last one twice):
+# Six submissions are graded (the last one twice):
 #   solution   the solutions' lab folders, at the top of the submission: full marks
+#   loose_file lab 1's softmax.cpp alone, no folder, to an assignment of lab 1 only (the root's
+#              .gradescope-labs set to 1 for it): graded as lab1_softmax/, full marks
+#   no_labs    a notes.txt and no lab folder: a score of 0 that says why (not an autograder error)
 #   skeleton   the unedited skeletons, in a labs/ folder: nothing, every check failed, and each
 #              lab says "not implemented"
 #   hostile    a lab 1 that includes the solution of the unpacked course by its absolute path
@@ -217,6 +220,39 @@ EOF
 mkdir -p "$ag/submission"
 cp -r "$repo/solutions/lab1_softmax" "$repo/solutions/lab2_combine" "$ag/submission/"
 submit solution && expect solution full
+
+# An assignment of lab 1 alone (as `./course gradescope --lab 1` writes it), and a student who
+# uploaded softmax.cpp itself, no folder (Gradescope's drag and drop): graded as lab1_softmax/,
+# full marks. (The same root: setup.sh built lab 1's grader too.)
+echo 1 > "$ag/source/course/.gradescope-labs"
+rm -rf "$ag/submission"; mkdir -p "$ag/submission"
+cp "$repo/solutions/lab1_softmax/softmax.cpp" "$ag/submission/"
+if submit loose_file; then
+  grep -q "graded as lab1_softmax/" "$work/loose_file.log" || fail "loose_file: run_autograder did not say where it put the file"
+  python3 - "$work/loose_file.json" <<'EOF' || fail "loose_file: an uploaded softmax.cpp did not earn lab 1's points"
+import json, sys
+r = json.load(open(sys.argv[1], encoding="utf-8"))
+tests = r["tests"]
+labs = {t["number"] for t in tests}
+possible = sum(t["max_score"] for t in tests)
+if labs != {"1"} or possible <= 0 or r["score"] != possible:
+    sys.exit("labs %s, %s of %s points" % (sorted(labs), r["score"], possible))
+EOF
+fi
+printf '%s\n' "$labs" > "$ag/source/course/.gradescope-labs"
+
+# No lab folder at all (a file of notes, to the assignment of labs 1 and 2): a score of 0 that says
+# why, in a valid results.json, not an autograder failure.
+rm -rf "$ag/submission"; mkdir -p "$ag/submission"
+echo "my notes" > "$ag/submission/notes.txt"
+if submit no_labs; then
+  python3 - "$work/no_labs.json" <<'EOF' || fail "no_labs: not a score of 0 saying that the submission has no lab folder"
+import json, sys
+r = json.load(open(sys.argv[1], encoding="utf-8"))
+if r["score"] != 0 or "no lab folder in the submission" not in r["output"]:
+    sys.exit("score %s, output %r" % (r["score"], r["output"][:300]))
+EOF
+fi
 
 # The skeletons, in a labs/ folder.
 rm -rf "$ag/submission"; mkdir -p "$ag/submission/labs"
