@@ -1,4 +1,4 @@
-// Types and helpers shared by the CPU labs (1-3), their solutions and their graders.
+// Types and helpers shared by the CPU labs (1-3 and lab 7's part 1), their solutions and their graders.
 //
 // Storage and arithmetic are separate, as on a GPU: a tensor is *stored* as T (double, float,
 // bf16 or fp16) and all arithmetic happens in Acc = accum_t<T> (double for double, float for

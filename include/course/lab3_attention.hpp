@@ -28,7 +28,8 @@ struct AttentionOutput {
 // A query row that sees no key gets O = 0 and LSE = -inf.
 // All arithmetic is in Acc (accum_t<T> normally; the grader also uses CountedFloat to count
 // multiplications), so use acc<Acc>(x), store<T>(a) and course::exp/log/max.
-// Throws BadInput for mismatched shapes, d = 0, block sizes < 1, or NaN/inf in Q, K or V.
+// Throws BadInput for mismatched shapes, d = 0, block sizes < 1, NaN/inf in Q, K or V, or a
+// scale that is not finite and > 0.
 template <class T, class Acc = accum_t<T>>
 AttentionOutput<T> attention_forward(const Matrix<T>& Q, const Matrix<T>& K, const Matrix<T>& V,
                                      const AttentionOptions& options);

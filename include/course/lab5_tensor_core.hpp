@@ -16,7 +16,7 @@ namespace course::lab5 {
 // `./course bench` and the PyTorch bridge read: a new step goes in both (course/gpu_labs.hpp
 // checks that they agree).
 enum class Version {
-  mma_only,        // 1: mma.sync with fragments loaded element by element from shared memory
+  mma_only,        // 1: mma.sync, fragments loaded 32 bits at a time from shared memory
   ldmatrix,        // 2: + ldmatrix (and ldmatrix.trans for V)
   swizzle,         // 3: + XOR-swizzled shared memory, no bank conflicts
   pipelined,       // 4: + cp.async, two shared-memory stages

@@ -34,8 +34,8 @@ struct Gradients {
 // (accum_t<T> normally; the grader also uses CountedFloat to count exponentials), so use
 // acc<Acc>(x), store<T>(a) and course::exp/log/max; dQ, dK and dV are rounded to T once, at
 // the end. Memory beyond the inputs and outputs: O(block_q * block_k + (Nq + Nk) * d).
-// Throws BadInput for mismatched shapes, d = 0, block sizes < 1, or NaN in any input
-// (+-inf is allowed only in lse, and only -inf).
+// Throws BadInput for mismatched shapes, d = 0, block sizes < 1, NaN in any input (+-inf is
+// allowed only in lse, and only -inf), or a scale that is not finite and > 0.
 template <class T, class Acc = accum_t<T>>
 Gradients<T> attention_backward(const Matrix<T>& Q, const Matrix<T>& K, const Matrix<T>& V,
                                 const Matrix<T>& O, const Matrix<T>& dO,

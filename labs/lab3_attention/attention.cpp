@@ -59,8 +59,9 @@ void validate(const Eigen::Ref<const Matrix<T>>& Q, const Eigen::Ref<const Matri
 }
 
 // Line 8: load Q_i (rows q0 .. q0 + rows - 1) into the tile buffer, converted to Acc. The
-// softmax scale is folded in here, once per query element, so that line 9's S_ij = tau Q_i K_j^T
-// costs no extra multiplication per score.
+// softmax scale is folded in here, once per query element, so that the scaled scores
+// tau Q_i K_j^T (line 9's product, with the scale that Algorithm 1 leaves out) cost no extra
+// multiplication per score.
 template <class T, class Acc>
 void load_q_tile(const Eigen::Ref<const Matrix<T>>& Q, int q0, int rows, Acc scale, Acc* q) {
   const int d = int(Q.cols());

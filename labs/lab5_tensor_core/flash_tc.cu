@@ -21,14 +21,14 @@
 
 namespace course::lab5::detail {
 
-// Grid: x = query tiles, y = batch*head. Query tiles of one head are neighbours in launch order,
-// so the CTAs running at one time share that head's K and V in L2.
 // Step is a step of the staircase (flash_tc_config.cuh); any other mix of its flags launches too.
 template <class Cfg, class Step, class T>
 constexpr int smem_bytes_of() {
   return smem_elements<Cfg, Step>() * static_cast<int>(sizeof(T));
 }
 
+// Grid: x = query tiles, y = batch*head. Query tiles of one head are neighbours in launch order,
+// so the CTAs running at one time share that head's K and V in L2.
 template <class Cfg, class Step, class T>
 void launch_forward(const KernelParams& params, int batch_heads, cudaStream_t stream) {
   const auto kernel = flash_tc_forward_kernel<Cfg, Step, T>;

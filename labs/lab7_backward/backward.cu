@@ -73,7 +73,9 @@ struct TileConfig {
   static constexpr int kPer = kBlock / kSide;  // rows (or keys) per thread: 4 or 2
   static constexpr int kChunks = D / (4 * kSide);  // float4 column chunks per thread: 1 or 2
   // Row pitches in floats. +4 floats shifts consecutive rows by four banks, so the float4 reads
-  // of 16 different rows (the keys of S, the rows of dQ) spread over all 32 banks.
+  // of 16 different rows (the rows of K_j and V_j, the B operands of S and dP) spread over all
+  // 32 banks; kPitchP keeps the two rows of dS that a warp reads one float at a time in
+  // different banks.
   static constexpr int kPitch = D + 4;
   static constexpr int kPitchP = kBc + 4;
   // Q_i, dO_i, K_j, V_j, P and dS as fp32 tiles, and two floats per query row (LSE, D).
@@ -230,9 +232,10 @@ __global__ void __launch_bounds__(kThreads) backward_kernel(const Params p) {
     // TODO: dq (Algorithm 2 line 15; see the lab README)
     // Line 15: dQ_i += dS_ij K_j (tau is applied by kernel 3), for this thread's rows
     // ty + 16 a and columns: a sum over the tile's keys, then one atomic_add_4 per row and 4
-    // columns into p.dq_accum (backward_gpu.cuh: one float4 atomicAdd on sm_90, four float ones
-    // on sm_80-sm_89, where the float4 overload does not exist; the CTAs of the other K/V tiles
-    // add their shares to the same rows). Rows past the end of Q add nothing.
+    // columns into p.dq_accum (course/gpu.hpp's atomic_add_4: one float4 atomicAdd on sm_90 built
+    // with CUDA 12.1 or later, four float ones otherwise, where the float4 overload does not
+    // exist; the CTAs of the other K/V tiles add their shares to the same rows). Rows past the
+    // end of Q add nothing.
 
   // TODO: write_dk_dv (Algorithm 2 line 18; see the lab README)
   // Line 18: write dK_j = tau * dk and dV_j = dv to global memory, rounded to T once, for the

@@ -59,8 +59,9 @@ void validate(const Eigen::Ref<const Matrix<T>>& Q, const Eigen::Ref<const Matri
 }
 
 // Line 8: load Q_i (rows q0 .. q0 + rows - 1) into the tile buffer, converted to Acc. The
-// softmax scale is folded in here, once per query element, so that line 9's S_ij = tau Q_i K_j^T
-// costs no extra multiplication per score.
+// softmax scale is folded in here, once per query element, so that the scaled scores
+// tau Q_i K_j^T (line 9's product, with the scale that Algorithm 1 leaves out) cost no extra
+// multiplication per score.
 template <class T, class Acc>
 void load_q_tile(const Eigen::Ref<const Matrix<T>>& Q, int q0, int rows, Acc scale, Acc* q) {
   const int d = int(Q.cols());
@@ -154,7 +155,7 @@ void online_softmax_update(Acc* s, const Acc* v, int rows, int cols, int d, int 
     const Acc m_new = course::max(m[r], m_tile);
     if (is_neg_inf(m_new)) continue;  // no key seen yet: keep m = -inf, l = 0, O = 0
     // Line 10: P~_ij = exp(S_ij - m) and l~_ij = rowsum(P~_ij). FA2 measures P from m_new
-    // directly, so that P needs no second rescaling by exp(m~_ij - m_new) as in line 11.
+    // directly, so that P needs no second rescaling by exp(m~_ij - m_new) as in lines 11-12.
     Acc row_sum = 0;
     for (int c = 0; c < cols; ++c) {
       p[c] = course::exp(p[c] - m_new);

@@ -1,5 +1,6 @@
 // Lab 6 part 2: decoding as served, with a paged, grouped KV cache, on tensor cores. Implements
-// include/course/lab6_paged.hpp. Lecture: lectures/06-split-kv-decoding.md, "Part 2".
+// include/course/lab6_paged.hpp. Lecture: lectures/06-split-kv-decoding.md, "Part 2". As in part
+// 1, the line numbers below are FA1 Algorithm 1's (not FA2's, which lab 5 follows).
 //
 // Reading guide. Part 1's kernel 1 read the keys of one (batch, head) from one contiguous array,
 // with fp32 FMAs on CUDA cores. A server's cache differs in three ways, and the split kernel here

@@ -73,7 +73,9 @@ struct TileConfig {
   static constexpr int kPer = kBlock / kSide;  // rows (or keys) per thread: 4 or 2
   static constexpr int kChunks = D / (4 * kSide);  // float4 column chunks per thread: 1 or 2
   // Row pitches in floats. +4 floats shifts consecutive rows by four banks, so the float4 reads
-  // of 16 different rows (the keys of S, the rows of dQ) spread over all 32 banks.
+  // of 16 different rows (the rows of K_j and V_j, the B operands of S and dP) spread over all
+  // 32 banks; kPitchP keeps the two rows of dS that a warp reads one float at a time in
+  // different banks.
   static constexpr int kPitch = D + 4;
   static constexpr int kPitchP = kBc + 4;
   // Q_i, dO_i, K_j, V_j, P and dS as fp32 tiles, and two floats per query row (LSE, D).
@@ -311,9 +313,10 @@ __global__ void __launch_bounds__(kThreads) backward_kernel(const Params p) {
     // BEGIN SOLUTION dq device Algorithm 2 line 15
     //! Line 15: dQ_i += dS_ij K_j (tau is applied by kernel 3), for this thread's rows
     //! ty + 16 a and columns: a sum over the tile's keys, then one atomic_add_4 per row and 4
-    //! columns into p.dq_accum (backward_gpu.cuh: one float4 atomicAdd on sm_90, four float ones
-    //! on sm_80-sm_89, where the float4 overload does not exist; the CTAs of the other K/V tiles
-    //! add their shares to the same rows). Rows past the end of Q add nothing.
+    //! columns into p.dq_accum (course/gpu.hpp's atomic_add_4: one float4 atomicAdd on sm_90 built
+    //! with CUDA 12.1 or later, four float ones otherwise, where the float4 overload does not
+    //! exist; the CTAs of the other K/V tiles add their shares to the same rows). Rows past the
+    //! end of Q add nothing.
     float dq[kPer][4 * CH] = {};
     for (int c = 0; c < kBc; ++c) {
       float kc[4 * CH], ds[kPer];
