@@ -45,6 +45,9 @@
 #     (the grader keeps a lab process after an error), EARNS must fail. It shows that the
 #     submission's error really breaks its process, so that the test above cannot pass for
 #     want of a broken one.
+#     TIMEOUT and CALL_TIMEOUT (seconds) grade it under a shorter time limit per lab (course_runner's
+#     --timeout; the lab's TIMEOUT otherwise) and per call (COURSE_CALL_TIMEOUT): a submission
+#     that hangs, tested in seconds rather than minutes.
 
 # A keyword given twice to the functions below stops the configure step (CourseArguments.cmake).
 include(${CMAKE_CURRENT_LIST_DIR}/CourseArguments.cmake)
@@ -568,10 +571,17 @@ function(course_correct_variant)
 endfunction()
 
 function(course_partial_submission)
-  course_refuse_repeated_keywords("partial submission" "LAB;NAME;FILE;FIND;REPLACE;PATCH;EARNS" ${ARGV})
-  cmake_parse_arguments(PARSE_ARGV 0 P "FAILS_IF_PROCESS_KEPT" "LAB;NAME;FILE;FIND;REPLACE;PATCH;EARNS" "")
+  course_refuse_repeated_keywords("partial submission" "LAB;NAME;FILE;FIND;REPLACE;PATCH;EARNS;TIMEOUT;CALL_TIMEOUT" ${ARGV})
+  cmake_parse_arguments(PARSE_ARGV 0 P "FAILS_IF_PROCESS_KEPT" "LAB;NAME;FILE;FIND;REPLACE;PATCH;EARNS;TIMEOUT;CALL_TIMEOUT" "")
   set(n ${P_LAB})
   get_property(timeout GLOBAL PROPERTY COURSE_LAB_${n}_TIMEOUT)
+  if(P_TIMEOUT)
+    set(timeout ${P_TIMEOUT})
+  endif()
+  set(environment "")
+  if(P_CALL_TIMEOUT)
+    set(environment "COURSE_CALL_TIMEOUT=${P_CALL_TIMEOUT}")
+  endif()
   _course_derived_lab_process(${n} partial ${P_NAME} "${P_FILE}" "${P_FIND}" "${P_REPLACE}" "${P_PATCH}" worker)
   if(NOT worker)
     return()
@@ -580,12 +590,13 @@ function(course_partial_submission)
              --worker $<TARGET_FILE:lab${n}_worker_partial_${P_NAME}>
              --earns "${P_EARNS}" --exclude "speed:*" --timeout ${timeout})
   add_test(NAME lab${n}.partial.${P_NAME} COMMAND ${expect})
-  set_tests_properties(lab${n}.partial.${P_NAME} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
+  set_tests_properties(lab${n}.partial.${P_NAME} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900
+                       ENVIRONMENT "${environment}")
   if(P_FAILS_IF_PROCESS_KEPT)
     add_test(NAME lab${n}.partial.${P_NAME}.fails_when_the_process_is_kept
              COMMAND ${CMAKE_COMMAND} -E env COURSE_LAB_RESTART_AFTER_ERROR=0 ${expect})
     set_tests_properties(lab${n}.partial.${P_NAME}.fails_when_the_process_is_kept PROPERTIES
-                         SKIP_RETURN_CODE 77 TIMEOUT 900
+                         SKIP_RETURN_CODE 77 TIMEOUT 900 ENVIRONMENT "${environment}"
                          PASS_REGULAR_EXPRESSION "to earn its full points, but it failed")
   endif()
 endfunction()

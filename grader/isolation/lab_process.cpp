@@ -48,6 +48,33 @@ long env_long(const char* name, long fallback) {
   return v && *v ? std::atol(v) : fallback;
 }
 
+// A call's time limit in seconds, before a tool's factor (run_under): COURSE_CALL_TIMEOUT, else
+// 10 s in a CPU lab and 60 s in a GPU lab. The slowest call of the CPU labs' solutions takes 0.2 s
+// (lab 3's; labs 1 and 2: under 10 ms; lab 7's CPU part: 0.13 s), so 10 s is fifty times that,
+// while a lab that hangs in every check loses 10 s a check, not a minute. A GPU lab's first call
+// creates a CUDA context and may compile PTX for the GPU, and AddressSanitizer's build runs the
+// lab's code several times slower: both keep 60 s.
+long call_time_limit() {
+  const bool gpu = course_grader_of_gpu_lab && course_grader_of_gpu_lab();
+#ifdef COURSE_SANITIZE
+  const long fallback = 60;
+#else
+  const long fallback = gpu ? 60 : 10;
+#endif
+  return std::max(1L, env_long("COURSE_CALL_TIMEOUT", fallback));
+}
+
+// Tells the runner, on the results pipe that only this trusted process holds (COURSE_RESULTS_FD,
+// grader/common/grading.cpp), that a call was killed at its time limit after `seconds`: the runner
+// then adds them to the lab's own time limit, up to a cap (wire.hpp, kKilledCallLine). One short
+// write, so it cannot land inside a line of the results listener's (the grader has one thread).
+void tell_runner_of_killed_call(double seconds) {
+  const char* fd = std::getenv("COURSE_RESULTS_FD");
+  if (!fd || !*fd) return;  // not run by the runner (a test, the precision report)
+  const std::string line = std::string(kKilledCallLine) + '\t' + std::to_string(seconds) + '\n';
+  (void)!::write(std::atoi(fd), line.data(), line.size());
+}
+
 // The launcher's descriptor in the sandbox's set-up (bubblewrap's --ro-bind-fd).
 constexpr int kLauncherFd = kExecFd - 1;
 
@@ -593,6 +620,10 @@ void LabProcess::start() {
                       memory_limits(memory_mb, data_mb) + "\n";
     (void)!::write(log_fd, how.data(), how.size());
   }
+  // What this lab process prints comes after what is in the log now (the grader's line above, an
+  // earlier lab process's output): a failure quotes only its own (log_tail).
+  struct stat log_stat {};
+  output_from_ = log_fd >= 0 && fstat(log_fd, &log_stat) == 0 ? static_cast<long long>(log_stat.st_size) : 0;
   std::vector<char*> sandbox_argv;
   for (auto& a : sandbox_args) sandbox_argv.push_back(a.data());
   sandbox_argv.push_back(nullptr);
@@ -722,7 +753,10 @@ std::string LabProcess::log_tail() const {
   if (!in) return "";
   in.seekg(0, std::ios::end);
   const std::streamoff size = in.tellg();
-  const std::streamoff from = size > 600 ? size - 600 : 0;
+  // The last 600 bytes that this lab process printed, never the grader's own line about the
+  // sandbox or an earlier process's output (nothing, where it printed nothing).
+  const std::streamoff from = std::max<std::streamoff>(output_from_, size > 600 ? size - 600 : 0);
+  if (from >= size) return "";
   in.seekg(from);
   std::string tail((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   return safe_text(tail, 600, false);
@@ -753,14 +787,25 @@ Reply LabProcess::call(const std::string& function, const Packet& args) {
   Packet request;
   request.put_string(function);
   request.put_bytes(args.bytes().data(), args.bytes().size());
-  const int timeout_s = int(env_long("COURSE_CALL_TIMEOUT", 60)) * call_time_factor_;
+  const int timeout_s = int(call_time_limit()) * call_time_factor_;
   // The call's time limit covers sending its inputs as well as the work and the reply.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  const auto started = std::chrono::steady_clock::now();
+  const auto deadline = started + std::chrono::seconds(timeout_s);
+  // A call killed at its limit costs the check that made it; the runner is told how long it took,
+  // the kill included, so that it does not cost the lab's later checks their time too.
+  const auto killed = [&](const std::string& what) {
+    try {
+      fail(function, what);
+    } catch (const LabFailure&) {
+      tell_runner_of_killed_call(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+      throw;
+    }
+  };
   bool sent = false;
   try {
     sent = write_frame(to_lab_, request, timeout_s * 1000);
   } catch (const std::runtime_error&) {
-    fail(function, "timed out after " + std::to_string(timeout_s) + " s (killed) before it read its inputs");
+    killed("timed out after " + std::to_string(timeout_s) + " s (killed) before it read its inputs");
   }
   if (!sent) fail(function, "");
   const auto left =
@@ -778,7 +823,7 @@ Reply LabProcess::call(const std::string& function, const Packet& args) {
   } catch (const LabFailure&) {
     throw;
   } catch (const std::runtime_error&) {
-    fail(function, "timed out after " + std::to_string(timeout_s) + " s (killed)");
+    killed("timed out after " + std::to_string(timeout_s) + " s (killed)");
   }
   Reply out;
   Status status;

@@ -129,6 +129,7 @@ class LabProcess {
   bool namespaced_ = false;     // runs in bubblewrap's namespaces
   bool limited_view_ = false;   // sees the system's folders only (namespaces, or Landlock's rules)
   bool said_how_ = false;       // its log names the sandbox once
+  long long output_from_ = 0;   // where the current lab process's own output starts in its log
   int to_lab_ = -1, from_lab_ = -1;
 };
 

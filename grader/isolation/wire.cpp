@@ -123,7 +123,15 @@ bool read_frame(int fd, Packet& p, int timeout_ms, std::size_t max_bytes) {
   return true;
 }
 
-std::string safe_text(const std::string& s, std::size_t max_bytes, bool keep_newlines) {
+namespace {
+
+// What becomes of a control character: dropped (safe_text: messages for a terminal, JSON and XML)
+// or shown in caret notation (visible_text: a log, where the reader should see that it was there).
+enum class Controls { drop, show };
+
+// The one pass behind safe_text and visible_text.
+std::string clean_text(const std::string& s, std::size_t max_bytes, bool keep_newlines, Controls controls) {
+  const bool show = controls == Controls::show;
   std::string out;
   const auto* b = reinterpret_cast<const unsigned char*>(s.data());
   const std::size_t n = s.size();
@@ -133,8 +141,10 @@ std::string safe_text(const std::string& s, std::size_t max_bytes, bool keep_new
     const unsigned char c = b[i];
     if (c < 0x80) {
       if (c == '\n' && keep_newlines) out += '\n';
-      else if (c == '\n' || c == '\t' || c == '\r') out += ' ';
+      else if (c == '\t' && show) out += '\t';
       else if (c >= 0x20 && c != 0x7F) out += char(c);
+      else if (show) out += c == 0x7F ? std::string("^?") : std::string{'^', char(c + 0x40)};  // ESC: ^[
+      else if (c == '\n' || c == '\t' || c == '\r') out += ' ';
       // other control characters (ESC, BEL, ...) are dropped: no escape sequences get through
       ++i;
       continue;
@@ -160,6 +170,8 @@ std::string safe_text(const std::string& s, std::size_t max_bytes, bool keep_new
       const bool noncharacter = cp == 0xFFFE || cp == 0xFFFF || (cp >= 0xFDD0 && cp <= 0xFDEF);
       ok = !overlong && !surrogate && cp <= 0x10FFFF;
       if (ok && !c1_control && !noncharacter) out.append(s, i, len);
+      else if (ok && show && c1_control) out += std::string("M-^") + char(cp - 0x80 + 0x40);  // as cat -v
+      else if (ok && show) out += replacement;  // a noncharacter: shown as U+FFFD, not dropped
       if (ok) {
         i += len;
         continue;
@@ -170,6 +182,16 @@ std::string safe_text(const std::string& s, std::size_t max_bytes, bool keep_new
   }
   if (i < n) out += "... [truncated]";
   return out;
+}
+
+}  // namespace
+
+std::string safe_text(const std::string& s, std::size_t max_bytes, bool keep_newlines) {
+  return clean_text(s, max_bytes, keep_newlines, Controls::drop);
+}
+
+std::string visible_text(const std::string& s, std::size_t max_bytes) {
+  return clean_text(s, max_bytes, true, Controls::show);
 }
 
 }  // namespace isolation

@@ -77,4 +77,18 @@ bool read_frame(int fd, Packet& p, int timeout_ms, std::size_t max_bytes = kMaxF
 // spaces unless keep_newlines), and at most max_bytes (then "... [truncated]").
 std::string safe_text(const std::string& s, std::size_t max_bytes = 4096, bool keep_newlines = true);
 
+// The same text made harmless but not shortened, for a log that a person reads with `cat` (what a
+// lab's code printed): valid UTF-8 kept, invalid bytes as U+FFFD, newline and tab kept, and every
+// other control character shown rather than dropped, as `cat -v` shows it: ESC as the two
+// characters "^[", BEL as "^G", DEL as "^?", the C1 control U+009B (a one-character CSI) as
+// "M-^[". A terminal prints them; none of them drives it. At most max_bytes (then "... [truncated]").
+std::string visible_text(const std::string& s, std::size_t max_bytes);
+
+// The line a grader writes on its results pipe (COURSE_RESULTS_FD) when the lab process was
+// killed because a call ran past its time limit: "killed_call\t<seconds the call took>\n". The
+// runner does not count those seconds against the lab's own time limit, up to a cap
+// (grader/runner/process.cpp): a function that hangs costs the checks whose calls hang, not the
+// checks after them. Only the trusted grader holds that pipe; the lab process never does.
+inline constexpr const char* kKilledCallLine = "killed_call";
+
 }  // namespace isolation

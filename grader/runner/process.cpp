@@ -9,11 +9,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+
+#include "wire.hpp"
 
 namespace runner {
 
@@ -52,22 +55,36 @@ void kill_orphans() {
   }
 }
 
-// A grader's queue for its share of the GPU (grader/common/gpu_share.hpp), from the complete
-// lines of `channel` after `scanned`, which it advances: "waiting" when a check starts to wait,
-// "waited\t<seconds>" when it has the GPU. Time in the queue is not the lab's: while a wait is
-// open the caller's clock stops, and the seconds waited are added to its limit.
-struct GpuQueue {
+// What a grader says about the lab's clock, from the complete lines of `channel` after `scanned`,
+// which it advances. Time that is not the lab's own does not count against its time limit:
+//  - its queue for its share of the GPU (grader/common/gpu_share.hpp): "waiting" when a check
+//    starts to wait, "waited\t<seconds>" when it has the GPU. While a wait is open the caller's
+//    clock stops, and the seconds waited are added to its limit;
+//  - a call of the lab killed at its own time limit (isolation::kKilledCallLine): its check has
+//    failed for it, and its seconds are added to the limit, up to a cap (run_grader), so that a
+//    function that hangs costs the checks that call it, not every check after them.
+struct LabClock {
   bool waiting = false;
-  double waited = 0;  // seconds reported since the caller last took them
+  double waited = 0;  // seconds in the GPU's queue reported since the caller last took them
+  double killed = 0;  // seconds in killed calls, likewise
 };
 
-void read_gpu_queue(const std::string& channel, std::size_t& scanned, GpuQueue& queue) {
+// The seconds on a line after its tag and a tab: never negative, never infinite or NaN.
+double seconds_after(const std::string& channel, std::size_t at) {
+  const double s = std::atof(channel.c_str() + at);
+  return std::isfinite(s) && s > 0 ? s : 0;
+}
+
+void read_lab_clock(const std::string& channel, std::size_t& scanned, LabClock& clock) {
+  const std::string killed_tag = std::string(isolation::kKilledCallLine) + '\t';
   for (std::size_t end; (end = channel.find('\n', scanned)) != std::string::npos; scanned = end + 1) {
-    if (channel.compare(scanned, end - scanned, "waiting") == 0) queue.waiting = true;
+    if (channel.compare(scanned, end - scanned, "waiting") == 0) clock.waiting = true;
     if (channel.compare(scanned, 7, "waited\t") == 0) {
-      queue.waiting = false;
-      queue.waited += std::atof(channel.c_str() + scanned + 7);
+      clock.waiting = false;
+      clock.waited += seconds_after(channel, scanned + 7);
     }
+    if (channel.compare(scanned, killed_tag.size(), killed_tag) == 0)
+      clock.killed += seconds_after(channel, scanned + killed_tag.size());
   }
 }
 
@@ -109,33 +126,41 @@ ProcessOutcome run_grader(const std::vector<std::string>& argv, const std::strin
   bool exited = false;
   double exited_at = 0;
   char buf[65536];
-  std::size_t scanned = 0;  // how much of the channel read_gpu_queue has read
-  GpuQueue queue;
+  std::size_t scanned = 0;  // how much of the channel read_lab_clock has read
+  LabClock clock;
+  // Killed calls lengthen the limit by at most the limit itself: a lab that hangs in every check
+  // still ends, at about twice its limit. (A call still hanging when the limit runs out is not
+  // waited for: the lab has then spent its limit on other work or past the cap.)
+  const double most_killed_s = timeout_s;
   while (true) {
     out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!exited && waitpid(pid, &status, WNOHANG) == pid) exited = true, exited_at = out.seconds;
     // Done when the grader has exited and its pipe is drained (or held open by a leftover
     // process for more than two seconds: that one is killed below).
     if (exited && (!open_channel || out.seconds - exited_at > 2)) break;
-    if (out.seconds > timeout_s && !queue.waiting) {
-      out.timed_out = true;
-      break;
-    }
     if (open_channel) {
       pollfd p{channel[0], POLLIN, 0};
       if (poll(&p, 1, 20) > 0) {
         const ssize_t n = read(channel[0], buf, sizeof buf);
         if (n > 0 && out.channel.size() < kMaxChannelBytes) out.channel.append(buf, std::size_t(n));
         if (n == 0) open_channel = false;  // every writer is gone
-        read_gpu_queue(out.channel, scanned, queue);
+        read_lab_clock(out.channel, scanned, clock);
         // A wait's end cannot come on a closed channel, nor be seen past the cap (the channel is
         // not kept): the clock runs again.
-        if (n <= 0 || out.channel.size() >= kMaxChannelBytes) queue.waiting = false;
-        timeout_s += queue.waited;
-        queue.waited = 0;
+        if (n <= 0 || out.channel.size() >= kMaxChannelBytes) clock.waiting = false;
+        timeout_s += clock.waited;
+        const double killed = std::min(clock.killed, most_killed_s - out.killed_calls_s);
+        out.killed_calls_s += killed;
+        timeout_s += killed;
+        clock.waited = clock.killed = 0;
       }
     } else {
       usleep(20000);
+    }
+    // After the read: a call's kill reported just as the limit runs out still counts.
+    if (out.seconds > timeout_s && !clock.waiting) {
+      out.timed_out = true;
+      break;
     }
   }
   close(channel[0]);

@@ -14,6 +14,7 @@ struct ProcessOutcome {
   int exit_code = 0;   // when it exited
   int signal = 0;      // when a signal killed it
   double seconds = 0;
+  double killed_calls_s = 0;  // seconds of calls killed at their time limit, added to timeout_s
   std::string channel;  // everything the grader wrote to its results pipe
 };
 

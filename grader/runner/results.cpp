@@ -1,8 +1,11 @@
 #include "results.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -10,6 +13,7 @@
 #include <sstream>
 
 #include "process.hpp"
+#include "report.hpp"
 #include "wire.hpp"
 
 namespace runner {
@@ -72,6 +76,37 @@ void parse_description(const std::string& desc, Check& c) {
 std::vector<std::string> lines(const std::string& text) { return split(text, '\n'); }
 
 double clamp01(double x) { return std::isfinite(x) ? std::clamp(x, 0.0, 1.0) : 0.0; }
+
+// What the lab's code printed (its process writes the file itself, so it may hold anything: a
+// submission that prints "\x1b[31m" colours, or worse drives, the terminal of whoever `cat`s the
+// log), rewritten with every control character but newline and tab shown, not acted on
+// (isolation::visible_text), and no larger than the lab process may make it (COURSE_LOG_LIMIT).
+// Called once grading has ended, when no lab process is left to write to it. Not followed through
+// a link, and a file that is not a plain one (a FIFO would hold the runner) is removed.
+void make_log_harmless(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0 && errno == ENOENT) return;  // no lab process was started
+  struct stat st {};
+  const bool regular = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  const char* limit_env = std::getenv("COURSE_LOG_LIMIT");  // as the lab process has it
+  const std::size_t limit = limit_env && std::atol(limit_env) >= 1024 ? std::size_t(std::atol(limit_env)) : 1u << 20;
+  std::string text;
+  char buf[65536];
+  // Every byte read shows as one byte or more, so what lies past the limit would not be shown.
+  for (ssize_t n; regular && text.size() < limit && (n = read(fd, buf, sizeof buf)) > 0;)
+    text.append(buf, std::size_t(n));
+  if (fd >= 0) close(fd);
+  if (!regular) {  // a link, a FIFO: no log of the grader's making
+    std::remove(path.c_str());
+    return;
+  }
+  try {
+    write_atomically(path, isolation::visible_text(text, limit - 64));  // room for "... [truncated]"
+  } catch (...) {
+    std::remove(path.c_str());  // never leave the raw text for want of the harmless one
+    throw;
+  }
+}
 
 }  // namespace
 
@@ -140,6 +175,7 @@ LabResult grade(const GradeRequest& r) {
   const auto run = run_grader(grader_command(r.grader, r.exclude, r.only, {"--no-version"}), log_file, env,
                               r.timeout_s);
   lab.seconds = run.seconds;
+  make_log_harmless(r.work_dir + "/lab-process.log");
 
   std::map<std::string, Check*> by_name;
   for (auto& c : lab.checks) by_name[c.name] = &c;
@@ -172,7 +208,11 @@ LabResult grade(const GradeRequest& r) {
   for (const auto& c : lab.checks) last_failed |= c.name == last_ended && c.status == "fail";
   if ((run.signal || unfinished) && running.empty() && last_failed) running = last_ended;
   std::string what;
-  if (run.timed_out) what = "timed out after " + std::to_string(int(r.timeout_s)) + " s";
+  if (run.timed_out)
+    what = "timed out after " + std::to_string(int(r.timeout_s)) + " s" +
+           (run.killed_calls_s > 0 ? " (not counting " + std::to_string(int(run.killed_calls_s + 0.5)) +
+                                         " s in calls killed at their own time limit)"
+                                   : "");
   else if (run.signal) what = std::string("crashed (") + strsignal(run.signal) + ")";
   else if (unfinished) what = "exited early (exit code " + std::to_string(run.exit_code) + ")";
   if (!what.empty()) {

@@ -47,6 +47,8 @@ check_outputs() {
   [ "$(stat -c %s "$work/out/results.json")" -lt 200000 ] || fail "results.json is larger than 200 KB"
   if [ -f "$work/out/lab1/lab-process.log" ]; then
     [ "$(stat -c %s "$work/out/lab1/lab-process.log")" -le $((1 << 20)) ] || fail "the lab process's log passed its 1 MiB limit"
+    # What the lab printed is rewritten once grading ends, its escape codes shown as ^[ (an instructor may cat it).
+    ! grep -q $'\x1b' "$work/out/lab1/lab-process.log" || fail "an escape character got through to the lab process's log"
   fi
 }
 

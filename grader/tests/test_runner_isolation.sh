@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The runner must contain a grader that crashes, aborts or hangs: that lab loses its points and
-# the scoreboard says what happened, every other lab is graded as usual, and parents count.
+# the scoreboard says what happened, every other lab is graded as usual, and parents count. Calls
+# killed at their time limit do not count against a lab's (up to that limit again), and what a
+# lab's code printed is made harmless to `cat`.
 # Usage: test_runner_isolation.sh RUNNER FAKE_GRADER
 set -euo pipefail
 runner=$1 fake=$2
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-for mode in ok crash hang abort skip fail exit; do
+for mode in ok crash hang abort skip fail exit killed_calls killed_calls_forever escapes; do
   printf '#!/bin/sh\nFAKE_GRADER_MODE=%s exec %s "$@"\n' "$mode" "$fake" > "$dir/grade_$mode"
   chmod +x "$dir/grade_$mode"
 done
@@ -112,4 +114,30 @@ expect_rc 1 ok --earns "half credit"
 grep -q 'but it earned partial points' "$dir/expect.txt" || fail "expect --earns on partial credit: $(cat "$dir/expect.txt")"
 expect_rc 1 ok --earns "no such check"
 expect_rc 2 ok --earns "last check" --full-marks
+
+# A call killed at its time limit has cost its check; its seconds do not count against the lab's
+# limit, so the checks after it still run (killed_calls: 4 s of killed calls under a limit of 3 s).
+# Up to the limit again: a lab whose calls are killed without end is still stopped, at about twice
+# its limit (killed_calls_forever, whose first report, NaN, counts for nothing).
+printf '1\tfake_killed_calls\tcpu\t%s\t%s\t-\n2\tfake_killed_forever\tcpu\t%s\t%s\t-\n3\tfake_escapes\tcpu\t%s\t%s\t-\n' \
+  "$dir/grade_killed_calls" "$dir/grade_killed_calls" "$dir/grade_killed_calls_forever" \
+  "$dir/grade_killed_calls_forever" "$dir/grade_escapes" "$dir/grade_escapes" > "$dir/lab_misbehaves.tsv"
+cp "$dir/grade_ok" "$dir/workers/lab3_worker"
+started=$SECONDS
+"$runner" grade --manifest "$dir/lab_misbehaves.tsv" --workers "$dir/workers" --out "$dir/out_lab" --timeout 3 \
+  > "$dir/lab.txt" 2>&1 || true
+took=$((SECONDS - started))
+grep -Eq '^1 +fake_killed_calls +11/12 ' "$dir/lab.txt" ||
+  fail "killed calls' seconds were counted against the lab's time limit: $(cat "$dir/lab.txt")"
+grep -Eq '^2 +fake_killed_forever +2/12 +timed out after 3 s \(not counting 3 s in calls killed at their own time limit\) during "misbehaving check"' "$dir/lab.txt" ||
+  fail "a lab whose calls are killed without end was not stopped at twice its limit: $(cat "$dir/lab.txt")"
+[ "$took" -le 14 ] || fail "grading took $took s: killed calls lengthened a lab's limit by more than the limit"
+# What the lab's code printed (lab-process.log, written by the lab process itself) is rewritten
+# once grading ends: control characters but newline and tab shown as ^X (ESC as ^[), not acted
+# on; invalid UTF-8 as U+FFFD; the rest kept.
+log=$dir/out_lab/lab3/lab-process.log
+want=$(printf '^[[2J^[[31mred^[[0m\tbell^G del^? cr^M bad \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd csi M-^[31m \xc3\xa9t\xc3\xa9 \xe2\x9c\x93\n^[]0;title^Gsecond line')
+[ "$(cat "$log")" = "$want" ] || fail "the lab's log was not made harmless: $(od -c "$log" | head -20)"
+! LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f]' "$log" || fail "a control character is left in the lab's log"
+[ ! -e "$log.tmp" ] || fail "the lab's log was not renamed into place"
 echo "runner isolation: ok"

@@ -88,3 +88,21 @@ TEST_CASE("on a blocking end the same write waits for a reader, limit or not") {
   writer.join();
   CHECK(returned.load());
 }
+
+// Text from lab code: safe_text (messages: control characters dropped) and visible_text (the lab's
+// log, which a person `cat`s: control characters shown as cat -v shows them, never acted on).
+TEST_CASE("visible_text shows control characters as ^X and keeps UTF-8, newlines and tabs") {
+  const std::string raw = "\x1b[31mred\x1b[0m\tbell\x07 del\x7f cr\r nul" + std::string(1, '\0') + "\n";
+  CHECK(isolation::visible_text(raw, 1000) == "^[[31mred^[[0m\tbell^G del^? cr^M nul^@\n");
+  CHECK(isolation::visible_text("\xc3\xa9t\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x99\x82\n", 1000) ==
+        "\xc3\xa9t\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x99\x82\n");  // été ✓ 🙂, as they were
+  // Invalid bytes and noncharacters as U+FFFD; the C1 control U+009B (a one-character CSI) as cat -v shows it.
+  CHECK(isolation::visible_text("\xff \xc0\xaf \xef\xbf\xbf \xc2\x9b" "31m", 1000) ==
+        "\xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd \xef\xbf\xbd M-^[31m");
+  CHECK(isolation::visible_text(std::string(100, 'a'), 10) == "aaaaaaaaaa... [truncated]");
+}
+
+TEST_CASE("safe_text still drops control characters, and turns newlines and tabs into spaces when asked") {
+  CHECK(isolation::safe_text("\x1b[31mred\x07\t\r\nend\x7f \xc2\x9b", 1000) == "[31mred  \nend ");
+  CHECK(isolation::safe_text("a\tb\nc", 1000, false) == "a b c");
+}
